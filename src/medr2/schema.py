@@ -1,0 +1,169 @@
+"""Typed data model shared by every stage of medr2.
+
+A :class:`Document` carries its heading tree (:class:`Section`) and metadata; ingestion cuts it
+into :class:`Passage` objects whose ``passage_id`` (the TextID) is stable across re-ingestion;
+search returns :class:`Hit` objects inside a :class:`SearchResult`.
+
+Example::
+
+    >>> from medr2.schema import Document, Section, SourceType
+    >>> doc = Document(doc_id="md:x", title="T", source_type=SourceType.other,
+    ...                sections=[Section(title="Intro", text="Hello.")])
+    >>> Document.from_dict(doc.to_dict()) == doc
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from enum import Enum
+from typing import Any, Iterator, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SourceType(str, Enum):
+    """Kind of source a document comes from (drives segmentation and evidence appraisal)."""
+
+    paper = "paper"
+    entry = "entry"
+    book = "book"
+    guideline = "guideline"
+    other = "other"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]):
+        return cls.model_validate(data)
+
+
+class Section(_Model):
+    """A node of a document's heading tree: a heading, its own text, and its sub-sections."""
+
+    title: str = ""
+    text: str = ""
+    children: list["Section"] = Field(default_factory=list)
+    # Free-form labels of the source (e.g. PubMed abstract label "RESULTS", NGC field id).
+    labels: list[str] = Field(default_factory=list)
+
+    def walk(self, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], "Section"]]:
+        """Yield ``(heading_path, section)`` depth-first, the path including this section."""
+        here = path + ((self.title,) if self.title else ())
+        yield here, self
+        for child in self.children:
+            yield from child.walk(here)
+
+    def outline(self) -> dict[str, Any]:
+        """The heading tree without text (what the macro graph is built from)."""
+        return {"title": self.title, "children": [c.outline() for c in self.children]}
+
+
+class DocumentMeta(_Model):
+    year: Optional[int] = None
+    publication_types: list[str] = Field(default_factory=list)
+    mesh_terms: list[str] = Field(default_factory=list)
+    language: str = "en"
+    origin: str = ""  # path (and record locator) the document was read from
+    url: str = ""
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class Document(_Model):
+    """A source document with its heading tree."""
+
+    doc_id: str
+    title: str = ""
+    source_type: SourceType = SourceType.other
+    sections: list[Section] = Field(default_factory=list)
+    meta: DocumentMeta = Field(default_factory=DocumentMeta)
+
+    def walk(self) -> Iterator[tuple[tuple[str, ...], Section]]:
+        for s in self.sections:
+            yield from s.walk(())
+
+    def full_text(self) -> str:
+        return "\n\n".join(s.text for _, s in self.walk() if s.text)
+
+    def content_hash(self) -> str:
+        """Hash of everything that determines the document's passages."""
+        return hashlib.sha256(self.model_dump_json().encode("utf-8")).hexdigest()
+
+
+class Passage(_Model):
+    """A retrieval unit cut from a document.
+
+    ``passage_id`` is the TextID: a hash of the document id, heading path and normalised
+    text (plus an ordinal when the same text repeats under the same heading), so ingesting
+    the same text again yields the same id.
+    """
+
+    passage_id: str
+    doc_id: str
+    text: str
+    heading_path: list[str] = Field(default_factory=list)
+    start: int = 0  # character offsets into Document.full_text()
+    end: int = 0
+    language: str = "en"
+    unit: int = 0  # index of the Med-R2 document unit (<= 10,000 tokens) it belongs to
+    ordinal: int = 0  # position within the document
+
+    def embedding_text(self, title: str = "") -> str:
+        """Text given to the embedder: heading path prefix, then the passage."""
+        path = [p for p in ([title] if title else []) + self.heading_path if p]
+        # avoid repeating the title when it is also the first heading
+        dedup: list[str] = []
+        for p in path:
+            if not dedup or dedup[-1] != p:
+                dedup.append(p)
+        prefix = " > ".join(dedup)
+        return f"{prefix}\n{self.text}" if prefix else self.text
+
+
+def normalise_for_id(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).split())
+
+
+def text_id(doc_id: str, heading_path: list[str], text: str, occurrence: int = 0) -> str:
+    """Stable TextID of a passage (hex, 20 chars, prefixed ``p``)."""
+    h = hashlib.sha256()
+    h.update(doc_id.encode("utf-8"))
+    h.update(b"\x1f")
+    h.update("\x1e".join(heading_path).encode("utf-8"))
+    h.update(b"\x1f")
+    h.update(normalise_for_id(text).encode("utf-8"))
+    if occurrence:
+        h.update(f"\x1f{occurrence}".encode())
+    return "p" + h.hexdigest()[:20]
+
+
+class Hit(_Model):
+    """One search result with every score that produced its rank."""
+
+    passage_id: str
+    doc_id: str
+    title: str = ""
+    source_type: SourceType = SourceType.other
+    heading_path: list[str] = Field(default_factory=list)
+    text: str = ""
+    language: str = "en"
+    year: Optional[int] = None
+    publication_types: list[str] = Field(default_factory=list)
+    score: float = 0.0
+    # e.g. {"dense": 0.71, "dense_rank": 1, "sparse": 12.3, "sparse_rank": 4, "fused": ..., "rerank": ...}
+    scores: dict[str, Optional[float]] = Field(default_factory=dict)
+
+
+class SearchResult(_Model):
+    query: str
+    hits: list[Hit] = Field(default_factory=list)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+
+Section.model_rebuild()
