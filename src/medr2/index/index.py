@@ -1,0 +1,321 @@
+"""The index: one directory, embedded, no server.
+
+Layout::
+
+    DIR/store.sqlite      documents, passages (TextIDs), files, live segment list, config
+    DIR/segments/NAME/    immutable dense + sparse segments (see medr2.index.segments)
+    DIR/.lock             held by the one writer
+
+Adding documents writes a new segment and commits it with its passages in one store
+transaction; nothing already stored is rewritten, and segments are merged in size tiers (four
+of a tier become one) so that search touches few of them. Removing a document deletes its
+passages from the store; its rows in the segments are masked at once and dropped at the next
+merge. Below ``dense.hnsw_threshold`` vectors a segment is an exact flat FAISS index, at or
+above it an HNSW graph.
+
+Example::
+
+    >>> from medr2.index.index import Index                      # doctest: +SKIP
+    >>> idx = Index.open(".demo/index")                            # doctest: +SKIP
+    >>> idx.stats()["documents"]                                   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import fcntl
+import math
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+import numpy as np
+
+from medr2.config import Config
+from medr2.index.dense import DenseEncoder, load_encoder
+from medr2.index.segments import Segment, merge, write_segment
+from medr2.index.sparse import Tokenizer, bm25_idf, score_segment
+from medr2.index.store import SQLiteStore
+from medr2.schema import Document, Passage
+
+# Settings an existing index is bound to: changing them needs a new index.
+_BOUND = {"dense": ("model", "passage_prefix"), "sparse": ("stemmer", "stopwords"),
+          "segment": None}
+
+
+class IndexError_(RuntimeError):
+    """An index that cannot be opened or written; the message says why and what to do."""
+
+
+@dataclass
+class PendingDoc:
+    doc: Document
+    passages: list[Passage]
+    content_hash: str
+    replaces: bool  # an older version of the same doc id is stored
+
+
+class Index:
+    def __init__(self, path: Path, config: Config, store: SQLiteStore, writable: bool, lock_fh=None):
+        self.path = path
+        self.config = config
+        self.store = store
+        self.writable = writable
+        self._lock_fh = lock_fh
+        self._encoder: Optional[DenseEncoder] = None
+        self.tokenizer = Tokenizer(config.sparse)
+        self.segments: list[Segment] = []
+        self._load_segments()
+
+    # opening ------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | Path, config: Optional[Config] = None, create: bool = False,
+             writable: bool = False) -> "Index":
+        path = Path(path)
+        db = path / "store.sqlite"
+        if not db.exists():
+            if not create:
+                raise IndexError_(f"no medr2 index at {path}; build one with `medr2 ingest PATH --index {path}`")
+            if path.exists() and any(path.iterdir()):
+                raise IndexError_(f"{path} exists and is not a medr2 index; choose an empty or new directory")
+            path.mkdir(parents=True, exist_ok=True)
+        lock_fh = None
+        if writable or create:
+            lock_fh = open(path / ".lock", "w")
+            try:
+                fcntl.flock(lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lock_fh.close()
+                raise IndexError_(f"index {path} is being written by another process; wait for it to finish") from None
+        store = SQLiteStore(db)
+        stored = store.get_meta("config")
+        if stored is None:
+            config = config or Config()
+            with store.transaction():
+                store.set_meta("config", config.model_dump_json())
+                store.set_meta("created", str(time.time()))
+        else:
+            saved = Config.model_validate_json(stored)
+            if config is None:
+                config = saved
+            else:
+                _check_bound(saved, config, path)
+        return cls(path, config, store, writable or create, lock_fh)
+
+    def close(self) -> None:
+        self.store.close()
+        if self._lock_fh:
+            fcntl.flock(self._lock_fh, fcntl.LOCK_UN)
+            self._lock_fh.close()
+            self._lock_fh = None
+
+    def __enter__(self) -> "Index":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def seg_dir(self) -> Path:
+        return self.path / "segments"
+
+    def _load_segments(self) -> None:
+        self.seg_dir.mkdir(exist_ok=True)
+        listed = self.store.segments()
+        if self.writable:  # garbage of a killed run: segments written but never committed
+            for p in self.seg_dir.iterdir():
+                if p.name not in listed:
+                    shutil.rmtree(p, ignore_errors=True)
+        missing = [n for n in listed if not (self.seg_dir / n).exists()]
+        if missing:
+            raise IndexError_(f"index {self.path} lacks segment files {missing[:3]}; rebuild it with `medr2 ingest`")
+        self.segments = [Segment.load(self.seg_dir / n, self.config.dense.hnsw_ef_search) for n in listed]
+        self._refresh_live()
+
+    def _refresh_live(self) -> None:
+        live = self.store.live_rowids()
+        for seg in self.segments:
+            seg.live = np.isin(seg.ids, live)
+        self._stats_cache()
+
+    def _stats_cache(self) -> None:
+        self.n_live = sum(s.n_live for s in self.segments)
+        total = sum(float(s.dl[s.live].sum()) for s in self.segments)
+        self.avg_len = total / self.n_live if self.n_live else 1.0
+
+    @property
+    def encoder(self) -> DenseEncoder:
+        if self._encoder is None:
+            self._encoder = load_encoder(self.config.dense)
+            dim = self.store.get_meta("dense_dim")
+            if dim is not None and int(dim) != self._encoder.dim:
+                raise IndexError_(f"index {self.path} holds {dim}-d vectors but the model gives {self._encoder.dim}-d")
+        return self._encoder
+
+    # writing ------------------------------------------------------------------------------
+    def commit(self, docs: list[PendingDoc], removals: Iterable[str] = (),
+               in_transaction: Optional[Callable[[SQLiteStore], None]] = None) -> int:
+        """Embed and tokenise ``docs``, write their segment and commit it with the store rows.
+
+        ``removals`` are doc ids deleted in the same transaction; ``in_transaction`` may add
+        more store writes (file bookkeeping) to it. Returns the number of passages added.
+        """
+        self._require_writable()
+        removals = set(removals) | {d.doc.doc_id for d in docs if d.replaces}
+        passages = [(d, p) for d in docs for p in d.passages]
+        name = None
+        if passages:
+            start = self.store.next_rowid()
+            ids = np.arange(start, start + len(passages), dtype=np.int64)
+            texts = [p.embedding_text(d.doc.title) for d, p in passages]
+            vectors = self.encoder.encode_passages(texts)
+            tokens = [self.tokenizer.tokens(t, p.language) for t, (_, p) in zip(texts, passages)]
+            name = f"s{time.time_ns():x}-{uuid.uuid4().hex[:6]}"
+            write_segment(self.seg_dir / name, ids, vectors, tokens, hnsw=len(ids) >= self.config.dense.hnsw_threshold,
+                          hnsw_m=self.config.dense.hnsw_m)
+        try:
+            with self.store.transaction():
+                removed = self.store.delete_documents(removals) if removals else []
+                for d in docs:
+                    self.store.put_document(d.doc, d.content_hash, len(d.passages))
+                if passages:
+                    self.store.put_passages([(int(i), p, d.doc.source_type.value, d.doc.meta.year, name)
+                                             for i, (d, p) in zip(ids, passages)])
+                    self.store.add_segment(name, len(passages), "flat")
+                    if self.store.get_meta("dense_dim") is None:
+                        self.store.set_meta("dense_dim", str(self.encoder.dim))
+                if in_transaction:
+                    in_transaction(self.store)
+        except BaseException:
+            if name:
+                shutil.rmtree(self.seg_dir / name, ignore_errors=True)
+            raise
+        if name:
+            self.segments.append(Segment.load(self.seg_dir / name, self.config.dense.hnsw_ef_search))
+        if removed:
+            self._mask(removed)
+        self._stats_cache()
+        self.maybe_merge()
+        return len(passages)
+
+    def remove_documents(self, doc_ids: Iterable[str]) -> int:
+        self._require_writable()
+        with self.store.transaction():
+            removed = self.store.delete_documents(list(doc_ids))
+        self._mask(removed)
+        self._stats_cache()
+        self.maybe_merge()
+        return len(removed)
+
+    def _mask(self, rowids: list[int]) -> None:
+        gone = np.asarray(rowids, dtype=np.int64)
+        for seg in self.segments:
+            seg.live &= ~np.isin(seg.ids, gone)
+
+    def _require_writable(self) -> None:
+        if not self.writable:
+            raise IndexError_("index opened read-only")
+
+    def maybe_merge(self) -> None:
+        """Size-tiered merging: four segments of one tier become one; mostly-deleted ones are rewritten."""
+        base = max(self.config.ingest.batch_passages, 1)
+        while True:
+            tiers: dict[int, list[Segment]] = {}
+            for s in self.segments:
+                tiers.setdefault(int(math.log(max(s.n_live, 1) / base + 1, 4)), []).append(s)
+            group = next((g for g in tiers.values() if len(g) >= 4), None)
+            if group is None and len(self.segments) > self.config.sparse.max_segments * 2:
+                group = sorted(self.segments, key=lambda s: s.n_live)[:4]
+            if group is None:
+                group = [s for s in self.segments if len(s) and s.n_live < 0.7 * len(s)][:1]
+                group = group or None
+            if group is None:
+                return
+            self._merge(group)
+
+    def _merge(self, group: list[Segment]) -> None:
+        name = f"m{time.time_ns():x}-{uuid.uuid4().hex[:6]}"
+        n = sum(s.n_live for s in group)
+        hnsw = n >= self.config.dense.hnsw_threshold
+        if n:
+            merge(group, self.seg_dir / name, hnsw, self.config.dense.hnsw_m)
+        with self.store.transaction():
+            self.store.remove_segments([s.name for s in group])
+            if n:
+                self.store.add_segment(name, n, "hnsw" if hnsw else "flat")
+        for s in group:
+            shutil.rmtree(s.path, ignore_errors=True)
+        self.segments = [s for s in self.segments if s not in group]
+        if n:
+            seg = Segment.load(self.seg_dir / name, self.config.dense.hnsw_ef_search)
+            self.segments.append(seg)
+            self._refresh_live()
+
+    # reading ------------------------------------------------------------------------------
+    def _masks(self, allowed: Optional[np.ndarray]) -> list[np.ndarray]:
+        if allowed is None:
+            return [s.live for s in self.segments]
+        return [s.live & np.isin(s.ids, allowed) for s in self.segments]
+
+    def search_dense(self, query_vec: np.ndarray, k: int, allowed: Optional[np.ndarray] = None) -> list[tuple[int, float]]:
+        found: list[tuple[int, float]] = []
+        for seg, mask in zip(self.segments, self._masks(allowed)):
+            ids, scores = seg.dense_search(query_vec, k, mask)
+            found.extend(zip(ids.tolist(), scores.tolist()))
+        found.sort(key=lambda x: -x[1])
+        return found[:k]
+
+    def search_sparse(self, terms: list[str], k: int, allowed: Optional[np.ndarray] = None) -> list[tuple[int, float]]:
+        terms = list(dict.fromkeys(terms))
+        if not terms or not self.n_live:
+            return []
+        cfg = self.config.sparse
+        masks = self._masks(allowed)
+        # global document frequencies over all live passages (not only the filtered ones)
+        df = np.zeros(len(terms))
+        for seg in self.segments:
+            for j, t in enumerate(terms):
+                df[j] += len(seg.postings(t, seg.live)[0])
+        idf = bm25_idf(df, self.n_live)
+        found: list[tuple[int, float]] = []
+        for seg, mask in zip(self.segments, masks):
+            cols = [seg.postings(t, mask) for t in terms]
+            if not any(len(r) for r, _ in cols):
+                continue
+            scores = score_segment(cols, idf, seg.dl, self.avg_len, cfg.k1, cfg.b, len(seg))
+            hit = np.nonzero(scores > 0)[0]
+            if len(hit) > k:
+                hit = hit[np.argpartition(-scores[hit], k - 1)[:k]]
+            found.extend(zip(seg.ids[hit].tolist(), scores[hit].tolist()))
+        found.sort(key=lambda x: -x[1])
+        return found[:k]
+
+    def stats(self) -> dict:
+        counts = self.store.counts()
+        disk = {"store": sum(f.stat().st_size for f in self.path.glob("store.sqlite*")),
+                "segments": sum(s.disk_bytes() for s in self.segments)}
+        counts.update({
+            "index_dir": str(self.path),
+            "segments": [{"name": s.name, "rows": len(s), "live": s.n_live, "kind": "hnsw" if s.is_hnsw else "flat"}
+                         for s in self.segments],
+            "dense_model": self.config.dense.model,
+            "dense_dim": int(self.store.get_meta("dense_dim") or 0),
+            "vocabulary_terms": sum(len(s.vocab) for s in self.segments),
+            "disk_bytes": disk | {"total": sum(disk.values())},
+            "memory_bytes": sum(s.memory_bytes() for s in self.segments),
+        })
+        return counts
+
+
+def _check_bound(saved: Config, wanted: Config, path: Path) -> None:
+    for section, keys in _BOUND.items():
+        a, b = getattr(saved, section), getattr(wanted, section)
+        for key in keys or a.model_fields:
+            if getattr(a, key) != getattr(b, key):
+                raise IndexError_(
+                    f"index {path} was built with {section}.{key}={getattr(a, key)!r}, the config asks "
+                    f"{getattr(b, key)!r}; use the same setting or build a new index"
+                )
+

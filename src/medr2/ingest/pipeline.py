@@ -1,0 +1,223 @@
+"""Ingestion workflow: files -> loaders -> segmentation -> committed index batches.
+
+Each file is read by the loader its type (or ``--format``) selects; bad files and bad records
+are reported with their path and reason while the rest is ingested. Batches of about
+``ingest.batch_passages`` passages are committed one transaction each; a file is marked done,
+with its content hash, in the transaction of its last batch. So:
+
+* re-ingesting an unchanged file is a no-op;
+* a changed file replaces its documents (documents it no longer holds are removed unless
+  another file provides them);
+* a killed run resumes where it stopped: committed documents are recognised by id and content
+  hash and skipped, and the end state equals that of an uninterrupted run.
+
+Example::
+
+    >>> from medr2.ingest.pipeline import ingest                     # doctest: +SKIP
+    >>> report = ingest(index, ["corpus/"])                           # doctest: +SKIP
+    >>> report.status                                                 # doctest: +SKIP
+    'ok'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional
+
+from tqdm import tqdm
+
+from medr2.index.index import Index, PendingDoc
+from medr2.ingest.loaders.base import Loader, LoadError, Problem, get_loader, loaders
+from medr2.ingest.loaders.corpora import sniff
+from medr2.ingest.segment import segment_document
+
+
+@dataclass
+class IngestReport:
+    files_seen: int = 0
+    files_ingested: int = 0
+    files_unchanged: int = 0
+    documents_added: int = 0
+    documents_updated: int = 0
+    documents_unchanged: int = 0
+    documents_removed: int = 0
+    passages_added: int = 0
+    truncated_sections: int = 0
+    failed_files: list[Problem] = field(default_factory=list)
+    record_problems: list[Problem] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def status(self) -> str:
+        if not self.failed_files and not self.record_problems:
+            return "ok"
+        if self.files_ingested or self.files_unchanged:
+            return "partial"
+        return "failed"
+
+    @property
+    def exit_code(self) -> int:
+        return {"ok": 0, "partial": 3, "failed": 1}[self.status]
+
+    def to_dict(self) -> dict:
+        d = {k: v for k, v in self.__dict__.items() if k not in ("failed_files", "record_problems")}
+        d["status"] = self.status
+        d["failed_files"] = [{"path": p.path, "reason": p.reason} for p in self.failed_files]
+        d["record_problems"] = [{"path": p.path, "reason": p.reason} for p in self.record_problems]
+        return d
+
+
+def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[Problem]]:
+    """Files under the given paths (directories recursively, hidden entries skipped), sorted."""
+    files, problems = [], []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            problems.append(Problem(str(p), "no such file or directory"))
+        elif p.is_dir():
+            for f in sorted(p.rglob("*")):
+                rel = f.relative_to(p).parts
+                if f.is_file() and not any(part.startswith(".") for part in rel):
+                    files.append(f)
+        elif p.is_file():
+            files.append(p)
+        else:
+            problems.append(Problem(str(p), "not a regular file"))
+    seen, unique = set(), []
+    for f in files:
+        key = f.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return unique, problems
+
+
+def choose_loader(path: Path, fmt: Optional[str]) -> Loader:
+    if fmt:
+        return get_loader(fmt)
+    known = sniff(path)
+    if known:
+        return get_loader(known)
+    suffix = path.suffix.lower()
+    for loader in loaders().values():
+        if suffix in loader.suffixes:
+            return loader
+    raise LoadError(f"unsupported file type {suffix or '(no extension)'!r}; pass --format "
+                    f"({', '.join(sorted(loaders()))})")
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def ingest(index: Index, paths: Iterable[str | Path], fmt: Optional[str] = None, force: bool = False,
+           progress: bool = True) -> IngestReport:
+    t0 = time.perf_counter()
+    report = IngestReport()
+    files, missing = expand_paths(paths)
+    report.failed_files.extend(missing)
+    bar = tqdm(total=len(files), unit="file", disable=not progress, dynamic_ncols=True, leave=False)
+    try:
+        for path in files:
+            report.files_seen += 1
+            bar.set_description(path.name[:30])
+            try:
+                _ingest_file(index, path, fmt, force, report, bar)
+            except LoadError as e:
+                report.failed_files.append(Problem(str(path), str(e)))
+            except (OSError, UnicodeDecodeError, MemoryError) as e:
+                report.failed_files.append(Problem(str(path), f"{type(e).__name__}: {e}"))
+            bar.update(1)
+    finally:
+        bar.close()
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _ingest_file(index: Index, path: Path, fmt: Optional[str], force: bool, report: IngestReport, bar) -> None:
+    cfg = index.config
+    store = index.store
+    key = str(path.resolve())
+    size = path.stat().st_size
+    if size == 0:
+        raise LoadError("empty file")
+    sha = file_sha256(path)
+    state = store.file_state(key)
+    if state == (sha, "done") and not force:
+        report.files_unchanged += 1
+        return
+    loader = choose_loader(path, fmt)
+    if not loader.streaming and size > cfg.ingest.max_whole_file_mb * 1024 * 1024:
+        raise LoadError(f"file is {size / 1e6:.0f} MB, above ingest.max_whole_file_mb="
+                        f"{cfg.ingest.max_whole_file_mb} for format {loader.name}; split it or raise the limit")
+    previously = store.file_doc_ids(key)
+    seen: set[str] = set()
+    to_link: list[str] = []
+    pending: list[PendingDoc] = []
+    n_pending = 0
+    problems = 0
+    added = updated = 0
+
+    def flush(final: bool) -> None:
+        nonlocal pending, n_pending, to_link
+        removals: list[str] = []
+        if final:
+            stale = previously - seen
+            removals = [d for d in stale if not store.linked_elsewhere(d, key)]
+        link = list(to_link)
+
+        def bookkeeping(s) -> None:
+            s.link_file_docs(key, link)
+            if final:
+                s.unlink_file_docs(key, previously - seen)
+                s.mark_file(key, sha, size, "done", len(seen), problems)
+
+        report.passages_added += index.commit(pending, removals, bookkeeping)
+        report.documents_removed += len(removals)
+        bar.set_postfix(passages=report.passages_added, refresh=False)
+        pending, n_pending, to_link = [], 0, []
+
+    for item in loader.load(path, cfg):
+        if isinstance(item, Problem):
+            report.record_problems.append(item)
+            problems += 1
+            continue
+        doc = item
+        if doc.doc_id in seen:
+            report.record_problems.append(Problem(f"{doc.meta.origin or path}", f"duplicate document id {doc.doc_id}; "
+                                                  "the first record with this id was kept"))
+            problems += 1
+            continue
+        seen.add(doc.doc_id)
+        to_link.append(doc.doc_id)
+        content_hash = doc.content_hash()
+        stored = store.doc_hash(doc.doc_id)
+        if stored == content_hash:
+            report.documents_unchanged += 1
+            continue
+        seg = segment_document(doc, cfg.segment)
+        report.truncated_sections += seg.truncated_sections
+        if not seg.passages:
+            report.record_problems.append(Problem(f"{doc.meta.origin or path}", "no text left after segmentation"))
+            problems += 1
+            continue
+        pending.append(PendingDoc(seg.doc, seg.passages, content_hash, replaces=stored is not None))
+        n_pending += len(seg.passages)
+        if stored is None:
+            added += 1
+        else:
+            updated += 1
+        if n_pending >= cfg.ingest.batch_passages:
+            flush(final=False)
+    flush(final=True)
+    report.documents_added += added
+    report.documents_updated += updated
+    report.files_ingested += 1
+

@@ -1,0 +1,1 @@
+"""Search: hybrid dense + sparse retrieval with fusion and filters."""

@@ -1,0 +1,133 @@
+"""Hybrid retrieval as in Med-R2: dense and sparse candidates united, fused, coarse-reranked.
+
+Example::
+
+    >>> from medr2.index.index import Index                       # doctest: +SKIP
+    >>> from medr2.search.hybrid import HybridSearcher             # doctest: +SKIP
+    >>> s = HybridSearcher(Index.open(".demo/index"))               # doctest: +SKIP
+    >>> s.search("metformin in chronic kidney disease", k=3).hits[0].scores   # doctest: +SKIP
+    {'dense': 0.62, 'dense_rank': 1, 'sparse': 9.1, 'sparse_rank': 2, 'fused': 0.97}
+"""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Optional
+
+from medr2.appraise.coarse import Reranker, load_reranker
+from medr2.config import Config
+from medr2.index.index import Index
+from medr2.ingest.loaders.base import detect_language
+from medr2.schema import Hit, SearchResult, SourceType
+from medr2.search.fusion import fuse, union_candidates
+
+
+class QueryError(ValueError):
+    """A query that cannot be searched; the message says why."""
+
+
+def validate_query(query, max_chars: int) -> str:
+    if isinstance(query, bytes):
+        try:
+            query = query.decode("utf-8")
+        except UnicodeDecodeError:
+            raise QueryError("the query is binary data, not UTF-8 text") from None
+    if not isinstance(query, str):
+        raise QueryError(f"the query must be text, got {type(query).__name__}")
+    if not query.strip():
+        raise QueryError("the query is empty; give a question or keywords")
+    if len(query) > max_chars:
+        raise QueryError(
+            f"the query is {len(query):,} characters; the limit is {max_chars:,} (query.max_query_chars)"
+        )
+    bad = sum(1 for ch in query if (unicodedata.category(ch) in ("Cc", "Cs", "Co", "Cn") and ch not in "\t\n\r")
+              or ch == "\ufffd")
+    if bad:
+        raise QueryError(f"the query holds {bad} control or undecodable character(s): binary data is not a query")
+    return " ".join(query.split())
+
+
+@dataclass
+class Filters:
+    source_types: list[str] = field(default_factory=list)
+    year_min: Optional[int] = None
+    year_max: Optional[int] = None
+    languages: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        valid = {s.value for s in SourceType}
+        bad = [s for s in self.source_types if s not in valid]
+        if bad:
+            raise QueryError(f"unknown source type(s) {bad}; choose from {sorted(valid)}")
+
+    @property
+    def active(self) -> bool:
+        return bool(self.source_types or self.languages or self.year_min is not None or self.year_max is not None)
+
+
+class HybridSearcher:
+    def __init__(self, index: Index, config: Optional[Config] = None, reranker: Optional[Reranker] = None):
+        self.index = index
+        self.config = config or index.config
+        self.reranker = reranker or load_reranker(self.config.rerank, self.config.dense.device)
+
+    def candidates(self, query: str, filters: Optional[Filters] = None,
+                   timings: Optional[dict[str, float]] = None) -> dict[int, dict[str, Optional[float]]]:
+        """The union of dense and sparse candidates with each retriever's score and rank."""
+        cfg = self.config.fusion
+        timings = timings if timings is not None else {}
+        allowed = None
+        if filters is not None and filters.active:
+            allowed = self.index.store.filter_rowids(filters.source_types, filters.year_min, filters.year_max,
+                                                     filters.languages)
+        t = time.perf_counter()
+        dense = []
+        if cfg.dense_k > 0:
+            qvec = self.index.encoder.encode_query(query)
+            timings["encode_ms"] = (time.perf_counter() - t) * 1000
+            t = time.perf_counter()
+            dense = self.index.search_dense(qvec, cfg.dense_k, allowed)
+            timings["dense_ms"] = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        sparse = []
+        if cfg.sparse_k > 0:
+            terms = self.index.tokenizer.tokens(query, detect_language(query))
+            sparse = self.index.search_sparse(terms, cfg.sparse_k, allowed)
+        timings["sparse_ms"] = (time.perf_counter() - t) * 1000
+        return union_candidates(dense, sparse)
+
+    def search(self, query, k: int = 10, filters: Optional[Filters] = None, fusion: Optional[str] = None) -> SearchResult:
+        query = validate_query(query, self.config.query.max_query_chars)
+        if k < 1:
+            raise QueryError("k must be at least 1")
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        cands = self.candidates(query, filters, timings)
+        method = fusion or self.config.fusion.method
+        ranked = fuse(cands, method, self.config.fusion.rrf_k, self.config.fusion.dense_weight)
+        pool = ranked[: max(k, self.config.rerank.top_n)]
+        hits = self.hits([i for i, _ in pool], cands)
+        t = time.perf_counter()
+        hits = self.reranker.rerank(query, hits, k)
+        timings["rerank_ms"] = (time.perf_counter() - t) * 1000
+        timings["total_ms"] = (time.perf_counter() - t0) * 1000
+        return SearchResult(query=query, hits=hits[:k], timings_ms=timings)
+
+    def hits(self, rowids: list[int], cands: dict[int, dict[str, Optional[float]]]) -> list[Hit]:
+        rows = self.index.store.passages(rowids)
+        out = []
+        for i in rowids:
+            r = rows.get(i)
+            if r is None:  # removed since the segments were read
+                continue
+            c = cands[i]
+            out.append(Hit(
+                passage_id=r["passage_id"], doc_id=r["doc_id"], title=r["title"] or "",
+                source_type=r["source_type"], heading_path=r["heading_path"], text=r["text"],
+                language=r["language"] or "en", year=r["year"], publication_types=r["publication_types"],
+                score=float(c.get("fused") or 0.0), scores=dict(c),
+            ))
+        return out
+
