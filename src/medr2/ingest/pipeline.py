@@ -123,18 +123,17 @@ def ingest(index: Index, paths: Iterable[str | Path], fmt: Optional[str] = None,
     report = IngestReport()
     files, missing = expand_paths(paths)
     report.failed_files.extend(missing)
-    bar = tqdm(total=len(files), unit="file", disable=not progress, dynamic_ncols=True, leave=False)
+    bar = tqdm(unit=" passages", disable=not progress, dynamic_ncols=True, leave=False)
     try:
-        for path in files:
+        for n, path in enumerate(files, 1):
             report.files_seen += 1
-            bar.set_description(path.name[:30])
+            bar.set_description(f"file {n}/{len(files)} {path.name[:30]}")
             try:
                 _ingest_file(index, path, fmt, force, report, bar)
             except LoadError as e:
                 report.failed_files.append(Problem(str(path), str(e)))
             except (OSError, UnicodeDecodeError, MemoryError) as e:
                 report.failed_files.append(Problem(str(path), f"{type(e).__name__}: {e}"))
-            bar.update(1)
     finally:
         bar.close()
     report.seconds = time.perf_counter() - t0
@@ -179,9 +178,10 @@ def _ingest_file(index: Index, path: Path, fmt: Optional[str], force: bool, repo
                 s.unlink_file_docs(key, previously - seen)
                 s.mark_file(key, sha, size, "done", len(seen), problems)
 
-        report.passages_added += index.commit(pending, removals, bookkeeping)
+        added_now = index.commit(pending, removals, bookkeeping)
+        report.passages_added += added_now
         report.documents_removed += len(removals)
-        bar.set_postfix(passages=report.passages_added, refresh=False)
+        bar.update(added_now)
         pending, n_pending, to_link = [], 0, []
 
     for item in loader.load(path, cfg):

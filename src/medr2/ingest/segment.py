@@ -273,21 +273,27 @@ def guideline_pieces(span: Span, cfg: SegmentConfig) -> list[Piece]:
 
 
 def _hard_cut(text: str, sents: list[tuple[int, int]], max_chars: int) -> list[tuple[int, int]]:
-    """Sentences longer than max_chars are cut at the last space before the limit."""
+    """Sentences longer than max_chars are cut at spaces into near-equal parts."""
     out = []
     for a, b in sents:
-        while b - a > max_chars:
-            cut = text.rfind(" ", a + 1, a + max_chars)
-            cut = cut if cut > a else a + max_chars
+        if b - a <= max_chars:
+            out.append((a, b))
+            continue
+        n = -(-(b - a) // max_chars)
+        while n > 1:
+            goal = a + (b - a) // n
+            cut = text.rfind(" ", a + 1, goal + 1)
+            cut = cut if cut > a else goal
             out.append(_trim(text, a, cut))
             a = _trim(text, cut, b)[0]
+            n -= 1
         if b > a:
             out.append((a, b))
     return out
 
 
 def pack_balanced(sents: list[tuple[int, int]], max_chars: int) -> list[tuple[int, int]]:
-    """Pack consecutive sentence spans into the fewest near-equal chunks of at most max_chars."""
+    """Pack consecutive sentence spans into few near-equal chunks of at most max_chars."""
     if not sents:
         return []
     total = sents[-1][1] - sents[0][0]
@@ -296,10 +302,13 @@ def pack_balanced(sents: list[tuple[int, int]], max_chars: int) -> list[tuple[in
         target = total / n
         chunks: list[list[int]] = []
         for a, b in sents:
-            if chunks and b - chunks[-1][0] <= max_chars and (chunks[-1][1] - chunks[-1][0]) < target:
-                chunks[-1][1] = b
-            else:
-                chunks.append([a, b])
+            if chunks:
+                cur = chunks[-1][1] - chunks[-1][0]
+                new = b - chunks[-1][0]
+                if new <= max_chars and abs(new - target) <= abs(cur - target):
+                    chunks[-1][1] = b
+                    continue
+            chunks.append([a, b])
         if len(chunks) <= n or n >= len(sents):
             return [(a, b) for a, b in chunks]
         n += 1

@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("MEDR2_SHARED_DATA", ROOT.parent / "shared" / "data"))
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+def shared(rel: str) -> Path:
+    """Path of a file in ../shared/data, skipping the test when it is absent."""
+    p = SHARED / rel
+    if not p.exists():
+        pytest.skip(f"needs ../shared/data/{rel} (absent here)")
+    return p
+
+
+@pytest.fixture(scope="session")
+def encoder():
+    from medr2.config import DenseConfig
+    from medr2.index.dense import load_encoder
+
+    return load_encoder(DenseConfig())
+
+
+def small_config(**ingest):
+    from medr2.config import Config
+
+    cfg = Config()
+    cfg.ingest.batch_passages = ingest.get("batch_passages", 16)
+    return cfg
+
+
+@pytest.fixture(scope="session")
+def mixed_index(tmp_path_factory, encoder):
+    """An index built from the mixed folder (every generic format plus bad files)."""
+    from helpers import make_mixed_folder
+
+    from medr2.index.index import Index
+    from medr2.ingest.pipeline import ingest
+
+    root = tmp_path_factory.mktemp("mixed")
+    folder = make_mixed_folder(root / "corpus")
+    idx = Index.open(root / "index", small_config(), create=True, writable=True)
+    report = ingest(idx, [folder], progress=False)
+    yield idx, report, folder
+    idx.close()
