@@ -91,6 +91,8 @@ class SparseConfig(_Cfg):
     stemmer: str = "english"
     stopwords: str = "en"
     max_segments: int = 8  # merge sparse segments beyond this count
+    # Extra jieba dictionaries for Chinese (one term a line, e.g. a disease or drug list).
+    jieba_user_dicts: list[str] = Field(default_factory=list)
     # Optional learned sparse: "bundled:splade-tiny" or a local path / hub id; "" disables.
     splade_model: str = ""
 

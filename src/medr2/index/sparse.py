@@ -11,8 +11,8 @@ Example::
     >>> from medr2.index.sparse import Tokenizer, bm25_idf, bm25_tf
     >>> Tokenizer().tokens("Metformin for type 2 diabetes")
     ['metformin', 'type', '2', 'diabet']
-    >>> round(float(bm25_idf(1, 10) * bm25_tf(1, 10, 10, 1.5, 0.75)), 4)
-    1.9924
+    >>> round(float(bm25_idf(1, 10) * bm25_tf(1, 10, 10, 1.5, 0.75)), 3)
+    0.797
 """
 
 from __future__ import annotations
@@ -35,9 +35,12 @@ def bm25_idf(df, n_docs):
 
 
 def bm25_tf(tf, doc_len, avg_len, k1: float, b: float):
-    """BM25 term-frequency component: tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl))."""
+    """BM25 term-frequency component as Lucene (and bm25s) compute it: tf / (tf + k1 (1 - b + b dl / avgdl)).
+
+    Lucene dropped the constant (k1 + 1) numerator, which does not change any ranking.
+    """
     tf = np.asarray(tf, dtype=np.float64)
-    return tf * (k1 + 1) / (tf + k1 * (1 - b + b * np.asarray(doc_len, dtype=np.float64) / avg_len))
+    return tf / (tf + k1 * (1 - b + b * np.asarray(doc_len, dtype=np.float64) / avg_len))
 
 
 class Tokenizer:
@@ -54,6 +57,20 @@ class Tokenizer:
         self._stop_en = frozenset(stop)
         self._stop_zh = frozenset(sw.STOPWORDS_CHINESE)
         self._stem_cached = lru_cache(maxsize=200_000)(self._stem)
+        self._jieba = None
+
+    def _jieba_tokenizer(self):
+        if self._jieba is None:
+            import logging
+
+            import jieba
+
+            jieba.setLogLevel(logging.WARNING)
+            tk = jieba.Tokenizer()
+            for path in self.cfg.jieba_user_dicts:
+                tk.load_userdict(path)
+            self._jieba = tk
+        return self._jieba
 
     def tokens(self, text: str, language: str | None = None) -> list[str]:
         lang = language or detect_language(text)
@@ -67,13 +84,8 @@ class Tokenizer:
         return out
 
     def _zh(self, text: str) -> list[str]:
-        import logging
-
-        import jieba
-
-        jieba.setLogLevel(logging.WARNING)
         out = []
-        for w in jieba.lcut(text.lower()):
+        for w in self._jieba_tokenizer().lcut(text.lower()):
             w = w.strip()
             if not w or not _ZH_WORD.search(w) or w in self._stop_zh:
                 continue

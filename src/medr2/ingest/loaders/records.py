@@ -64,9 +64,9 @@ def record_to_document(
     prefix: str = "jsonl",
 ) -> Document:
     if isinstance(record, list) and len(record) == 1 and isinstance(record[0], str):
-        record = {"text": record[0]}
-    if isinstance(record, str):
-        record = {"text": record}
+        record = record[0]
+    if isinstance(record, str):  # a bare text record: the mapping does not apply
+        record, mapping = {"text": record}, {}
     if not isinstance(record, dict):
         raise ValueError(f"record is a {type(record).__name__}, expected an object")
 

@@ -1,0 +1,232 @@
+import json
+
+import pytest
+from conftest import shared
+from helpers import MIXED_HTML, MIXED_MD, write_jsonl, write_pdf
+
+from medr2.config import Config
+from medr2.ingest.loaders.base import LoadError, Problem, get_loader
+from medr2.ingest.pipeline import choose_loader
+
+
+def _docs(items):
+    return [i for i in items if not isinstance(i, Problem)]
+
+
+def _problems(items):
+    return [i for i in items if isinstance(i, Problem)]
+
+
+def load(name, path, cfg=None):
+    return list(get_loader(name).load(path, cfg or Config()))
+
+
+def test_markdown_front_matter_and_heading_tree(tmp_path):
+    p = tmp_path / "g.md"
+    p.write_text(MIXED_MD, encoding="utf-8")
+    (doc,) = load("markdown", p)
+    assert doc.doc_id == "test:metformin-ckd" and doc.source_type.value == "guideline"
+    assert doc.meta.year == 2024 and doc.meta.publication_types == ["Practice Guideline"]
+    assert [h for h, _ in doc.walk()] == [
+        ("Metformin in kidney disease",),
+        ("Metformin in kidney disease", "Recommendations"),
+        ("Metformin in kidney disease", "Monitoring"),
+    ]
+
+
+def test_markdown_setext_headings_and_code_blocks(tmp_path):
+    p = tmp_path / "s.md"
+    p.write_text("Title\n=====\n\nIntro text.\n\nPart\n----\n\n```\n# not a heading\n```\nBody.\n", encoding="utf-8")
+    (doc,) = load("markdown", p)
+    assert [h for h, _ in doc.walk()] == [("Title",), ("Title", "Part")]
+    assert "# not a heading" in doc.full_text()
+    assert doc.doc_id.startswith("md:s-")
+
+
+def test_markdown_bad_front_matter_is_reported(tmp_path):
+    p = tmp_path / "b.md"
+    p.write_text("---\nsource_type: pamphlet\n---\n# X\n\ntext\n", encoding="utf-8")
+    with pytest.raises(LoadError, match="source_type"):
+        load("markdown", p)
+
+
+def test_html_headings_and_dropped_scripts(tmp_path):
+    p = tmp_path / "a.html"
+    p.write_text(MIXED_HTML, encoding="utf-8")
+    (doc,) = load("html", p)
+    assert doc.title == "Asthma basics"
+    assert [h for h, _ in doc.walk()] == [("Asthma basics",), ("Asthma basics", "Treatment")]
+    text = doc.full_text()
+    assert "do not index me" not in text and "Home | About" not in text
+    assert "Inhaled corticosteroids" in text and "Short-acting beta agonists" in text
+
+
+def test_pdf_text_layer_and_bookmarks(tmp_path):
+    p = write_pdf(tmp_path / "x.pdf", [["Intro page text about gout."], ["Allopurinol lowers urate."],
+                                       ["Colchicine treats flares."]],
+                  outline=[("Therapy", 1), ("Flares", 2)])
+    (doc,) = load("pdf", p)
+    heads = [h for h, _ in doc.walk()]
+    assert ("Therapy",) in heads and ("Flares",) in heads
+    assert "Allopurinol lowers urate." in doc.full_text()
+    assert doc.full_text().index("Intro page") < doc.full_text().index("Allopurinol")
+
+
+def test_pdf_corrupt_and_empty(tmp_path):
+    bad = tmp_path / "bad.pdf"
+    bad.write_bytes(b"%PDF-1.4\ngarbage\x00\x01")
+    with pytest.raises(LoadError):
+        load("pdf", bad)
+    empty = tmp_path / "empty.pdf"
+    empty.write_bytes(b"")
+    with pytest.raises(LoadError, match="empty"):
+        load("pdf", empty)
+
+
+def test_text_rejects_non_utf8_binary_and_whitespace(tmp_path):
+    a = tmp_path / "a.txt"
+    a.write_bytes("caf\xe9".encode("latin-1"))
+    with pytest.raises(LoadError, match="UTF-8"):
+        load("text", a)
+    b = tmp_path / "b.txt"
+    b.write_bytes(b"abc\x00def")
+    with pytest.raises(LoadError, match="binary"):
+        load("text", b)
+    c = tmp_path / "c.txt"
+    c.write_text("   \n\t\n")
+    with pytest.raises(LoadError, match="whitespace"):
+        load("text", c)
+
+
+def test_text_size_limit(tmp_path):
+    p = tmp_path / "big.txt"
+    p.write_text("word " * 300_000)  # 1.5 MB
+    cfg = Config()
+    cfg.ingest.max_whole_file_mb = 1
+    with pytest.raises(LoadError, match="max_whole_file_mb"):
+        load("text", p, cfg)
+
+
+def test_jsonl_mapping_bad_lines_and_list_records(tmp_path):
+    p = write_jsonl(tmp_path / "r.jsonl", [{"pmid": 7, "abstract": "Aspirin text.", "pub": {"year": "2001"}},
+                                           ["A raw guideline chunk as a one-element list."]])
+    with p.open("a") as fh:
+        fh.write("{not json}\n")
+        fh.write('{"pmid": 8}\n')
+    with p.open("ab") as fh:
+        fh.write(b'{"pmid": 9, "abstract": "\xff"}\n')
+    cfg = Config()
+    cfg.ingest.json_fields = {"id": "pmid", "text": "abstract", "year": "pub.year"}
+    items = load("jsonl", p, cfg)
+    docs, probs = _docs(items), _problems(items)
+    assert [d.doc_id for d in docs][0] == "jsonl:7" and docs[0].meta.year == 2001
+    assert docs[1].full_text().startswith("A raw guideline chunk")
+    reasons = " | ".join(f"{p.path} {p.reason}" for p in probs)
+    assert ":3 invalid JSON" in reasons and ":4 no text" in reasons and ":5 line is not valid UTF-8" in reasons
+
+
+def test_jsonl_default_fields_read_medrag_style(tmp_path):
+    p = write_jsonl(tmp_path / "c.jsonl", [{"id": "stat_1", "title": "Sepsis", "content": "Sepsis is ...",
+                                            "contents": "Sepsis. Sepsis is ..."}])
+    (doc,) = load("jsonl", p)
+    assert doc.doc_id == "jsonl:stat_1" and doc.title == "Sepsis"
+
+
+def test_unknown_mapping_target_is_refused(tmp_path):
+    p = write_jsonl(tmp_path / "c.jsonl", [{"id": 1, "text": "x"}])
+    cfg = Config()
+    cfg.ingest.json_fields = {"body": "text"}
+    with pytest.raises(LoadError, match="unknown mapping"):
+        load("jsonl", p, cfg)
+
+
+def test_json_object_keyed_by_id_and_list_of_strings(tmp_path):
+    a = tmp_path / "a.json"
+    a.write_text(json.dumps({"x1": {"text": "First."}, "x2": {"text": "Second."}}))
+    assert [d.doc_id for d in _docs(load("json", a))] == ["json:x1", "json:x2"]
+    b = tmp_path / "b.json"
+    b.write_text(json.dumps(["Title one. Abstract one.", "Title two. Abstract two."]))
+    assert len(_docs(load("json", b))) == 2
+
+
+def test_choose_loader_by_suffix_content_and_format(tmp_path):
+    p = tmp_path / "x.jsonl"
+    p.write_text('{"ngc_id": 1, "title": "t", "sections": []}\n')
+    assert choose_loader(p, None).name == "ngc"
+    assert choose_loader(tmp_path / "a.md", None).name == "markdown"
+    assert choose_loader(tmp_path / "a.weird", "text").name == "text"
+    with pytest.raises(LoadError, match="unsupported file type"):
+        choose_loader(tmp_path / "a.weird", None)
+    with pytest.raises(LoadError, match="unknown format"):
+        choose_loader(p, "docx")
+
+
+# --- real corpora in ../shared/data ------------------------------------------------------------
+
+def _first(path, n, name):
+    out = []
+    for item in get_loader(name).load(path, Config()):
+        out.append(item)
+        if len(out) >= n:
+            break
+    return out
+
+
+def test_ngc_summaries_heading_tree():
+    path = shared("corpora/guidelines/ngc_summaries.jsonl")
+    assert choose_loader(path, None).name == "ngc"
+    doc = _first(path, 1, "ngc")[0]
+    assert doc.doc_id == "ngc:2052" and doc.source_type.value == "guideline"
+    heads = [h for h, _ in doc.walk()]
+    assert ("Recommendations", "Major Recommendations") in heads
+    assert ("Scope", "Target Population") in heads
+    assert doc.meta.publication_types == ["Practice Guideline"]
+
+
+def test_openstax_modules_path_and_glossary():
+    path = shared("corpora/textbooks/anatomy_physiology_2e.jsonl")
+    assert choose_loader(path, None).name == "openstax"
+    docs = _first(path, 6, "openstax")
+    d = docs[5]
+    assert d.doc_id.startswith("openstax:m") and d.source_type.value == "book"
+    path_titles = [h for h, _ in d.walk()]
+    assert path_titles[0] == ("Anatomy and Physiology 2e",)
+    assert any(h[-1] == "Glossary" for h in path_titles)
+    assert any(len(h) >= 4 for h in path_titles)  # book > unit > chapter > module
+
+
+def test_pubmedqa_contexts_labels_meshes_year():
+    path = shared("benchmarks/pubmedqa/ori_pqal.json")
+    assert choose_loader(path, None).name == "pubmedqa"
+    raw = json.loads(path.read_text())
+    pmid, rec = next(iter(raw.items()))
+    d = _first(path, 1, "pubmedqa")[0]
+    assert d.doc_id == f"pmid:{pmid}" and d.source_type.value == "paper"
+    assert [s.text for s in d.sections] == [c.strip() for c in rec["CONTEXTS"]]
+    assert [s.labels for s in d.sections] == [[lab] for lab in rec["LABELS"]]
+    assert d.meta.mesh_terms == rec["MESHES"] and d.meta.year == int(rec["YEAR"])
+    # the question is not part of the document (it paraphrases the title)
+    assert rec["QUESTION"] not in d.full_text()
+
+
+def test_medquad_entries_skip_unanswered():
+    path = shared("corpora/medquad/medquad.jsonl")
+    assert choose_loader(path, None).name == "medquad"
+    docs = _docs(_first(path, 5, "medquad"))
+    assert all(d.doc_id.startswith("medquad:") and d.source_type.value == "entry" for d in docs)
+    assert all(d.full_text().strip() for d in docs)
+    assert all(d.meta.extra.get("qtype") for d in docs)
+
+
+def test_medlineplus_csv():
+    path = shared("corpora/encyclopedia/medline_health_topics_en.csv")
+    assert choose_loader(path, None).name == "medlineplus"
+    d = _first(path, 1, "medlineplus")[0]
+    assert d.doc_id == "medlineplus:6308" and d.title == "A1C" and d.source_type.value == "entry"
+    assert "HbA1C" in d.meta.extra["also_called"]
+
+
+def test_raw_guideline_chunks_generic_jsonl():
+    path = shared("corpora/guidelines/raw_guideline_chunks_en.jsonl")
+    items = list(get_loader("jsonl").load(path, Config()))
+    assert len(_docs(items)) == 100 and not _problems(items)
