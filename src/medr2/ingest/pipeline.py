@@ -117,6 +117,49 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+class Batch:
+    """Documents, file links and finished files waiting for one commit (files share batches)."""
+
+    def __init__(self, index: Index, report: IngestReport, bar):
+        self.index, self.report, self.bar = index, report, bar
+        self.docs: dict[str, PendingDoc] = {}
+        self.n_passages = 0
+        self.links: list[tuple[str, str]] = []
+        self.removals: set[str] = set()
+        self.finished: list[tuple] = []  # (key, sha, size, n_docs, problems, unlink)
+
+    def pending_hash(self, doc_id: str):
+        d = self.docs.get(doc_id)
+        return d.content_hash if d else None
+
+    def add(self, doc: PendingDoc) -> None:
+        old = self.docs.pop(doc.doc.doc_id, None)
+        if old is not None:
+            self.n_passages -= len(old.passages)
+        self.docs[doc.doc.doc_id] = doc
+        self.n_passages += len(doc.passages)
+
+    def commit(self) -> None:
+        if not (self.docs or self.links or self.removals or self.finished):
+            return
+        linked = {d for _, d in self.links}
+        removals = [d for d in self.removals if d not in linked and d not in self.docs]
+        links, finished = list(self.links), list(self.finished)
+
+        def bookkeeping(store) -> None:
+            for key, doc_id in links:
+                store.link_file_docs(key, [doc_id])
+            for key, sha, size, n_docs, problems, unlink in finished:
+                store.unlink_file_docs(key, unlink)
+                store.mark_file(key, sha, size, "done", n_docs, problems)
+
+        added = self.index.commit(list(self.docs.values()), removals, bookkeeping)
+        self.report.passages_added += added
+        self.report.documents_removed += len(removals)
+        self.bar.update(added)
+        self.docs, self.n_passages, self.links, self.removals, self.finished = {}, 0, [], set(), []
+
+
 def ingest(index: Index, paths: Iterable[str | Path], fmt: Optional[str] = None, force: bool = False,
            progress: bool = True) -> IngestReport:
     t0 = time.perf_counter()
@@ -124,23 +167,26 @@ def ingest(index: Index, paths: Iterable[str | Path], fmt: Optional[str] = None,
     files, missing = expand_paths(paths)
     report.failed_files.extend(missing)
     bar = tqdm(unit=" passages", disable=not progress, dynamic_ncols=True, leave=False)
+    batch = Batch(index, report, bar)
     try:
         for n, path in enumerate(files, 1):
             report.files_seen += 1
             bar.set_description(f"file {n}/{len(files)} {path.name[:30]}")
             try:
-                _ingest_file(index, path, fmt, force, report, bar)
+                _ingest_file(index, path, fmt, force, report, batch)
             except LoadError as e:
                 report.failed_files.append(Problem(str(path), str(e)))
             except (OSError, UnicodeDecodeError, MemoryError) as e:
                 report.failed_files.append(Problem(str(path), f"{type(e).__name__}: {e}"))
+        batch.commit()
     finally:
         bar.close()
     report.seconds = time.perf_counter() - t0
     return report
 
 
-def _ingest_file(index: Index, path: Path, fmt: Optional[str], force: bool, report: IngestReport, bar) -> None:
+def _ingest_file(index: Index, path: Path, fmt: Optional[str], force: bool, report: IngestReport,
+                 batch: Batch) -> None:
     cfg = index.config
     store = index.store
     key = str(path.resolve())
@@ -156,33 +202,22 @@ def _ingest_file(index: Index, path: Path, fmt: Optional[str], force: bool, repo
     if not loader.streaming and size > cfg.ingest.max_whole_file_mb * 1024 * 1024:
         raise LoadError(f"file is {size / 1e6:.0f} MB, above ingest.max_whole_file_mb="
                         f"{cfg.ingest.max_whole_file_mb} for format {loader.name}; split it or raise the limit")
+    # read the whole file's documents before touching the batch, so a file that fails midway
+    # (corrupt PDF, undecodable text) contributes nothing
     previously = store.file_doc_ids(key)
     seen: set[str] = set()
-    to_link: list[str] = []
-    pending: list[PendingDoc] = []
-    n_pending = 0
     problems = 0
     added = updated = 0
+    staged: list[tuple[str, Optional[PendingDoc]]] = []
 
-    def flush(final: bool) -> None:
-        nonlocal pending, n_pending, to_link
-        removals: list[str] = []
-        if final:
-            stale = previously - seen
-            removals = [d for d in stale if not store.linked_elsewhere(d, key)]
-        link = list(to_link)
-
-        def bookkeeping(s) -> None:
-            s.link_file_docs(key, link)
-            if final:
-                s.unlink_file_docs(key, previously - seen)
-                s.mark_file(key, sha, size, "done", len(seen), problems)
-
-        added_now = index.commit(pending, removals, bookkeeping)
-        report.passages_added += added_now
-        report.documents_removed += len(removals)
-        bar.update(added_now)
-        pending, n_pending, to_link = [], 0, []
+    def stage_flush() -> None:
+        for doc_id, pending in staged:
+            batch.links.append((key, doc_id))
+            if pending is not None:
+                batch.add(pending)
+        staged.clear()
+        if batch.n_passages >= cfg.ingest.batch_passages:
+            batch.commit()
 
     for item in loader.load(path, cfg):
         if isinstance(item, Problem):
@@ -196,11 +231,11 @@ def _ingest_file(index: Index, path: Path, fmt: Optional[str], force: bool, repo
             problems += 1
             continue
         seen.add(doc.doc_id)
-        to_link.append(doc.doc_id)
         content_hash = doc.content_hash()
-        stored = store.doc_hash(doc.doc_id)
+        stored = batch.pending_hash(doc.doc_id) or store.doc_hash(doc.doc_id)
         if stored == content_hash:
             report.documents_unchanged += 1
+            staged.append((doc.doc_id, None))
             continue
         seg = segment_document(doc, cfg.segment)
         report.truncated_sections += seg.truncated_sections
@@ -208,16 +243,19 @@ def _ingest_file(index: Index, path: Path, fmt: Optional[str], force: bool, repo
             report.record_problems.append(Problem(f"{doc.meta.origin or path}", "no text left after segmentation"))
             problems += 1
             continue
-        pending.append(PendingDoc(seg.doc, seg.passages, content_hash, replaces=stored is not None))
-        n_pending += len(seg.passages)
-        if stored is None:
-            added += 1
-        else:
+        in_store = store.has_document(doc.doc_id)
+        staged.append((doc.doc_id, PendingDoc(seg.doc, seg.passages, content_hash, replaces=in_store)))
+        if in_store or stored is not None:
             updated += 1
-        if n_pending >= cfg.ingest.batch_passages:
-            flush(final=False)
-    flush(final=True)
+        else:
+            added += 1
+        if loader.streaming and sum(len(p.passages) for _, p in staged if p) + batch.n_passages >= \
+                cfg.ingest.batch_passages:
+            stage_flush()  # large record files commit as they go; a killed run resumes by content hash
+    stage_flush()
+    stale = previously - seen
+    batch.removals.update(d for d in stale if not store.linked_elsewhere(d, key))
+    batch.finished.append((key, sha, size, len(seen), problems, stale))
     report.documents_added += added
     report.documents_updated += updated
     report.files_ingested += 1
-

@@ -1,0 +1,178 @@
+"""Integration tests on a real index (bundled MiniLM encoder, FAISS, BM25, SQLite)."""
+
+import numpy as np
+import pytest
+from conftest import small_config
+from helpers import make_mixed_folder, write_jsonl
+
+from medr2.index.index import Index, IndexError_
+from medr2.ingest.pipeline import ingest
+from medr2.search.hybrid import Filters, HybridSearcher, QueryError
+
+pytestmark = pytest.mark.slow
+
+
+def test_mixed_folder_ingests_good_files_and_reports_bad_ones(mixed_index):
+    idx, report, folder = mixed_index
+    assert report.status == "partial" and report.exit_code == 3
+    failed = {p.path.rsplit("/", 1)[-1]: p.reason for p in report.failed_files}
+    assert set(failed) == {"corrupt.pdf", "latin1.txt", "empty.md", "image.bin"}
+    assert "UTF-8" in failed["latin1.txt"] and "empty" in failed["empty.md"]
+    assert "unsupported file type" in failed["image.bin"]
+    assert any("invalid JSON" in p.reason for p in report.record_problems)
+    st = idx.stats()
+    # md, html, txt, pdf, 2 jsonl records, 1 csv row
+    assert st["documents"] == 7
+    assert set(st["by_source_type"]) >= {"guideline", "paper", "other"}
+
+
+@pytest.mark.parametrize("query,doc_id", [
+    ("stop metformin below eGFR 30 lactic acidosis", "test:metformin-ckd"),
+    ("inhaled corticosteroids for persistent asthma", None),
+    ("allopurinol urate lowering therapy gout", None),
+    ("statin after ischaemic stroke trial", "jsonl:A1"),
+    ("oral iron for anaemia", "csv:T1"),
+])
+def test_search_finds_known_passages(mixed_index, query, doc_id):
+    idx, _, _ = mixed_index
+    res = HybridSearcher(idx).search(query, k=3)
+    top = res.hits[0]
+    if doc_id:
+        assert top.doc_id == doc_id
+    key = query.split()[0].lower()
+    assert key in top.text.lower() or key in " ".join(top.heading_path).lower()
+    assert top.scores["fused"] is not None
+    assert top.scores["dense_rank"] is not None or top.scores["sparse_rank"] is not None
+
+
+def test_hits_carry_heading_path_offsets_and_stable_ids(mixed_index):
+    idx, _, _ = mixed_index
+    hit = HybridSearcher(idx).search("eGFR monitoring every three to six months", k=1).hits[0]
+    assert hit.heading_path == ["Metformin in kidney disease", "Monitoring"]
+    doc = idx.store.get_document(hit.doc_id)
+    (p,) = [p for p in idx.store.doc_passages(hit.doc_id) if p.passage_id == hit.passage_id]
+    assert doc.full_text()[p.start:p.end] == hit.text
+
+
+def test_filters_on_source_type_year_language(mixed_index):
+    idx, _, _ = mixed_index
+    s = HybridSearcher(idx)
+    res = s.search("therapy", k=10, filters=Filters(source_types=["paper"]))
+    assert res.hits and all(h.source_type.value == "paper" for h in res.hits)
+    res = s.search("therapy", k=10, filters=Filters(year_min=2010))
+    assert res.hits and all(h.year and h.year >= 2010 for h in res.hits)
+    res = s.search("therapy", k=10, filters=Filters(languages=["zh"]))
+    assert res.hits == []
+    with pytest.raises(QueryError, match="unknown source type"):
+        Filters(source_types=["blog"])
+
+
+@pytest.mark.parametrize("bad,msg", [("", "empty"), ("   \n\t", "empty"), ("x" * 100_000, "limit"),
+                                     ("abc\x00\x01\x02", "binary"), (b"\xff\xfe\x00", "binary")])
+def test_bad_queries_give_clear_errors(mixed_index, bad, msg):
+    idx, _, _ = mixed_index
+    with pytest.raises(QueryError, match=msg):
+        HybridSearcher(idx).search(bad)
+
+
+def test_rrf_option_orders_by_reciprocal_rank(mixed_index):
+    idx, _, _ = mixed_index
+    res = HybridSearcher(idx).search("metformin dose kidney", k=5, fusion="rrf")
+    fused = [h.scores["fused"] for h in res.hits]
+    assert fused == sorted(fused, reverse=True)
+    k = idx.config.fusion.rrf_k
+    h = res.hits[0].scores
+    expect = sum(1 / (k + r) for r in (h["dense_rank"], h["sparse_rank"]) if r is not None)
+    assert h["fused"] == pytest.approx(expect)
+
+
+def _ids(idx):
+    return {r[0] for r in idx.store.db.execute("SELECT passage_id FROM passages")}
+
+
+def test_reingest_is_noop_change_replaces_and_remove(tmp_path, encoder):
+    folder = make_mixed_folder(tmp_path / "c")
+    for bad in ("corrupt.pdf", "latin1.txt", "empty.md", "image.bin"):
+        (folder / bad).unlink()
+    idx = Index.open(tmp_path / "i", small_config(), create=True, writable=True)
+    try:
+        r1 = ingest(idx, [folder], progress=False)
+        before = _ids(idx)
+        assert r1.passages_added == len(before) > 0
+        r2 = ingest(idx, [folder], progress=False)
+        assert r2.files_unchanged == r1.files_ingested and r2.passages_added == 0 and _ids(idx) == before
+
+        # change one record of a JSONL file, drop another: only its docs change
+        write_jsonl(folder / "records" / "abstracts.jsonl", [
+            {"id": "A1", "title": "Statins after stroke", "text": "Statins after stroke: updated abstract.",
+             "source_type": "paper"}])
+        r3 = ingest(idx, [folder], progress=False)
+        assert r3.documents_updated == 1 and r3.documents_removed == 1 and r3.files_ingested == 1
+        assert not idx.store.has_document("jsonl:A2")
+        res = HybridSearcher(idx).search("low-dose aspirin primary prevention bleeding", k=10)
+        assert all(h.doc_id != "jsonl:A2" for h in res.hits)
+
+        # remove a document from every index
+        n = idx.remove_documents(["test:metformin-ckd"])
+        assert n > 0
+        res = HybridSearcher(idx).search("metformin eGFR lactic acidosis", k=10)
+        assert all(h.doc_id != "test:metformin-ckd" for h in res.hits)
+        assert idx.search_sparse(idx.tokenizer.tokens("metformin"), 10) == []
+    finally:
+        idx.close()
+    # reopening sees the same state (segments masked from the store)
+    with Index.open(tmp_path / "i") as again:
+        assert not again.store.has_document("test:metformin-ckd")
+        assert again.search_sparse(again.tokenizer.tokens("metformin"), 10) == []
+
+
+def test_segments_merge_and_hnsw_above_threshold(tmp_path, encoder):
+    cfg = small_config(batch_passages=8)
+    cfg.dense.hnsw_threshold = 30
+    recs = [{"id": f"r{i}", "text": f"Record {i} discusses condition number {i} and treatment option {i % 7}.",
+             "source_type": "entry"} for i in range(60)]
+    write_jsonl(tmp_path / "r.jsonl", recs)
+    idx = Index.open(tmp_path / "i", cfg, create=True, writable=True)
+    try:
+        ingest(idx, [tmp_path / "r.jsonl"], progress=False)
+        st = idx.stats()
+        assert st["passages"] == 60
+        assert sum(s["live"] for s in st["segments"]) == 60
+        assert len(st["segments"]) < 60 // 8  # tiers were merged
+        assert any(s["kind"] == "hnsw" for s in st["segments"])
+        hits = HybridSearcher(idx).search("condition number 42", k=3).hits
+        assert hits[0].doc_id == "jsonl:r42"
+        # masked rows inside an HNSW segment are never returned
+        idx.remove_documents(["jsonl:r42"])
+        hits = HybridSearcher(idx).search("condition number 42", k=5).hits
+        assert all(h.doc_id != "jsonl:r42" for h in hits)
+    finally:
+        idx.close()
+
+
+def test_index_binding_lock_and_missing(tmp_path, encoder):
+    cfg = small_config()
+    idx = Index.open(tmp_path / "i", cfg, create=True, writable=True)
+    try:
+        with pytest.raises(IndexError_, match="being written"):
+            Index.open(tmp_path / "i", writable=True)
+    finally:
+        idx.close()
+    other = small_config()
+    other.dense.model = "some/other-model"
+    with pytest.raises(IndexError_, match="dense.model"):
+        Index.open(tmp_path / "i", other)
+    with pytest.raises(IndexError_, match="no medr2 index"):
+        Index.open(tmp_path / "nothing")
+    (tmp_path / "notempty").mkdir()
+    (tmp_path / "notempty" / "x").write_text("x")
+    with pytest.raises(IndexError_, match="not a medr2 index"):
+        Index.open(tmp_path / "notempty", create=True)
+
+
+def test_dense_scores_are_cosine(mixed_index):
+    idx, _, _ = mixed_index
+    q = idx.encoder.encode_query("asthma")
+    assert np.linalg.norm(q) == pytest.approx(1.0, abs=1e-4)
+    (rid, score), *_ = idx.search_dense(q, 1)
+    assert -1.0 <= score <= 1.0001
