@@ -106,3 +106,17 @@ def test_tokenizer_english_and_chinese(tmp_path):
     d.write_text("二甲双胍\n", encoding="utf-8")
     tok2 = Tokenizer(SparseConfig(jieba_user_dicts=[str(d)]))
     assert "二甲双胍" in tok2.tokens("二甲双胍治疗2型糖尿病")
+
+
+def test_retrieval_metrics():
+    from medr2.eval.retrieval_metrics import mrr, ndcg_at_k, percentile, recall_at_k
+
+    assert recall_at_k(["a", "b"], {"a", "b"}, 10) == 1.0
+    assert recall_at_k(["x", "y", "a"], {"a"}, 2) == 0.0
+    assert mrr(["x", "y", "a"], {"a"}) == pytest.approx(1 / 3)
+    assert mrr(["x", "y", "a"], {"a"}, k=2) == 0.0
+    assert ndcg_at_k(["a", "b"], {"a", "b"}, 10) == pytest.approx(1.0)
+    assert ndcg_at_k(["x", "a"], {"a"}, 10) == pytest.approx(1 / math.log2(3))
+    assert ndcg_at_k([], set(), 10) == 0.0
+    assert percentile([1, 2, 3, 4], 50) == pytest.approx(2.5)
+    assert percentile([5], 95) == 5

@@ -1,0 +1,1 @@
+"""Evaluation: metrics (pure functions) and, later, benchmark runners."""
