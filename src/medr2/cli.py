@@ -126,6 +126,8 @@ def _print_hits(result) -> None:
             parts.append(f"dense={s['dense']:.3f}#{s['dense_rank']}")
         if s.get("sparse") is not None:
             parts.append(f"bm25={s['sparse']:.2f}#{s['sparse_rank']}")
+        if s.get("splade") is not None:
+            parts.append(f"splade={s['splade']:.2f}#{s['splade_rank']}")
         if s.get("rerank") is not None:
             parts.append(f"rerank={s['rerank']:.3f}")
         click.echo(f"\n{n:>2}. [{h.source_type.value}] {h.title}" + (f" ({h.year})" if h.year else ""))

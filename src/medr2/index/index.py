@@ -41,7 +41,7 @@ from medr2.index.store import SQLiteStore
 from medr2.schema import Document, Passage
 
 # Settings an existing index is bound to: changing them needs a new index.
-_BOUND = {"dense": ("model", "passage_prefix"), "sparse": ("stemmer", "stopwords"),
+_BOUND = {"dense": ("model", "passage_prefix"), "sparse": ("stemmer", "stopwords", "splade_model"),
           "segment": None}
 
 
@@ -65,6 +65,7 @@ class Index:
         self.writable = writable
         self._lock_fh = lock_fh
         self._encoder: Optional[DenseEncoder] = None
+        self._splade = None
         self.tokenizer = Tokenizer(config.sparse)
         self.segments: list[Segment] = []
         self._load_segments()
@@ -154,6 +155,15 @@ class Index:
                 raise IndexError_(f"index {self.path} holds {dim}-d vectors but the model gives {self._encoder.dim}-d")
         return self._encoder
 
+    @property
+    def splade(self):
+        """The SPLADE encoder when sparse.splade_model is set, else None."""
+        if self._splade is None and self.config.sparse.splade_model:
+            from medr2.index.splade import SpladeEncoder
+
+            self._splade = SpladeEncoder(self.config.sparse.splade_model, self.config.dense.device)
+        return self._splade
+
     # writing ------------------------------------------------------------------------------
     def commit(self, docs: list[PendingDoc], removals: Iterable[str] = (),
                in_transaction: Optional[Callable[[SQLiteStore], None]] = None) -> int:
@@ -172,9 +182,10 @@ class Index:
             texts = [p.embedding_text(d.doc.title) for d, p in passages]
             vectors = self.encoder.encode_passages(texts)
             tokens = [self.tokenizer.tokens(t, p.language) for t, (_, p) in zip(texts, passages)]
+            splade = self.splade.encode(texts) if self.splade is not None else None
             name = f"s{time.time_ns():x}-{uuid.uuid4().hex[:6]}"
             write_segment(self.seg_dir / name, ids, vectors, tokens, hnsw=len(ids) >= self.config.dense.hnsw_threshold,
-                          hnsw_m=self.config.dense.hnsw_m)
+                          hnsw_m=self.config.dense.hnsw_m, splade=splade)
         try:
             with self.store.transaction():
                 removed = self.store.delete_documents(removals) if removals else []
@@ -267,6 +278,17 @@ class Index:
         found.sort(key=lambda x: -x[1])
         return found[:k]
 
+    def search_splade(self, text: str, k: int, allowed: Optional[np.ndarray] = None) -> list[tuple[int, float]]:
+        if self.splade is None:
+            return []
+        q = self.splade.encode([text])
+        found: list[tuple[int, float]] = []
+        for seg, mask in zip(self.segments, self._masks(allowed)):
+            ids, scores = seg.splade_search(q, k, mask)
+            found.extend(zip(ids.tolist(), scores.tolist()))
+        found.sort(key=lambda x: -x[1])
+        return found[:k]
+
     def search_sparse(self, terms: list[str], k: int, allowed: Optional[np.ndarray] = None) -> list[tuple[int, float]]:
         terms = list(dict.fromkeys(terms))
         if not terms or not self.n_live:
@@ -302,6 +324,7 @@ class Index:
                          for s in self.segments],
             "dense_model": self.config.dense.model,
             "dense_dim": int(self.store.get_meta("dense_dim") or 0),
+            "splade_model": self.config.sparse.splade_model or None,
             "vocabulary_terms": sum(len(s.vocab) for s in self.segments),
             "disk_bytes": disk | {"total": sum(disk.values())},
             "memory_bytes": sum(s.memory_bytes() for s in self.segments),

@@ -66,6 +66,7 @@ def _build_faiss(vectors: np.ndarray, hnsw: bool, m: int = 32, ef_construction: 
 def write_segment(
     path: Path, ids: np.ndarray, vectors: np.ndarray, token_lists: list[list[str]], hnsw: bool,
     hnsw_m: int = 32, tf: Optional[tuple[sp.csc_matrix, list[str], np.ndarray]] = None,
+    splade: Optional[sp.csr_matrix] = None,
 ) -> None:
     """Write a segment atomically (temporary directory, fsync, rename)."""
     path = Path(path)
@@ -82,6 +83,8 @@ def write_segment(
     sp.save_npz(tmp / "tf.npz", matrix, compressed=False)
     (tmp / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
     np.save(tmp / "dl.npy", dl)
+    if splade is not None:
+        sp.save_npz(tmp / "splade.npz", splade.tocsr(), compressed=False)
     for f in tmp.iterdir():
         with open(f, "rb") as fh:
             os.fsync(fh.fileno())
@@ -89,7 +92,8 @@ def write_segment(
 
 
 class Segment:
-    def __init__(self, path: Path, ids: np.ndarray, index, tf: sp.csc_matrix, vocab: list[str], dl: np.ndarray):
+    def __init__(self, path: Path, ids: np.ndarray, index, tf: sp.csc_matrix, vocab: list[str], dl: np.ndarray,
+                 splade: Optional[sp.csr_matrix] = None):
         self.path = path
         self.name = path.name
         self.ids = ids
@@ -98,6 +102,7 @@ class Segment:
         self.vocab = vocab
         self.term_col = {t: i for i, t in enumerate(vocab)}
         self.dl = dl
+        self.splade = splade
         self.live = np.ones(len(ids), dtype=bool)
         self.is_hnsw = not isinstance(index, faiss.IndexFlat)
 
@@ -112,7 +117,8 @@ class Segment:
             index = _build_faiss(np.load(path / "dense.npy"), False)
         tf = sp.load_npz(path / "tf.npz").tocsc()
         vocab = json.loads((path / "vocab.json").read_text(encoding="utf-8"))
-        return cls(path, ids, index, tf, vocab, np.load(path / "dl.npy"))
+        splade = sp.load_npz(path / "splade.npz").tocsr() if (path / "splade.npz").exists() else None
+        return cls(path, ids, index, tf, vocab, np.load(path / "dl.npy"), splade)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -144,6 +150,18 @@ class Segment:
         keep = pos[0] >= 0
         return self.ids[pos[0][keep]], scores[0][keep]
 
+    def splade_search(self, query: sp.csr_matrix, k: int, mask: Optional[np.ndarray] = None):
+        """Top-k (row ids, dot products) of the SPLADE vectors among rows where mask is true."""
+        mask = self.live if mask is None else mask
+        if self.splade is None or k <= 0 or not mask.any():
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        scores = np.asarray((self.splade @ query.T).todense()).ravel()
+        scores[~mask] = 0.0
+        hit = np.nonzero(scores > 0)[0]
+        if len(hit) > k:
+            hit = hit[np.argpartition(-scores[hit], k - 1)[:k]]
+        return self.ids[hit], scores[hit].astype(np.float32)
+
     def postings(self, term: str, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(row positions, term frequencies) of a term among rows where mask is true."""
         col = self.term_col.get(term)
@@ -163,18 +181,22 @@ class Segment:
             dense += self.index.ntotal * self.index.hnsw.nb_neighbors(0) * 4 * 2
         sparse = self.tf.data.nbytes + self.tf.indices.nbytes + self.tf.indptr.nbytes
         vocab = sum(len(t) + 60 for t in self.vocab)  # strings + dict entries, approximately
+        if self.splade is not None:
+            sparse += self.splade.data.nbytes + self.splade.indices.nbytes + self.splade.indptr.nbytes
         return dense + sparse + vocab + self.ids.nbytes + self.dl.nbytes
 
 
 def merge(segments: list[Segment], path: Path, hnsw: bool, hnsw_m: int = 32) -> int:
     """Write one segment holding the live rows of ``segments``; return its row count."""
-    ids, vecs, mats, dls = [], [], [], []
+    ids, vecs, mats, dls, splades = [], [], [], [], []
     vocab: dict[str, int] = {}
     for seg in segments:
         keep = np.nonzero(seg.live)[0]
         ids.append(seg.ids[keep])
         vecs.append(seg.vectors()[keep])
         dls.append(seg.dl[keep])
+        if seg.splade is not None:
+            splades.append(seg.splade[keep])
         remap = np.array([vocab.setdefault(t, len(vocab)) for t in seg.vocab], dtype=np.int64)
         coo = seg.tf[keep].tocoo()
         mats.append((coo.row, remap[coo.col] if len(remap) else coo.col, coo.data, len(keep)))
@@ -191,6 +213,9 @@ def merge(segments: list[Segment], path: Path, hnsw: bool, hnsw_m: int = 32) -> 
     )
     matrix.sort_indices()
     all_vecs = np.concatenate(vecs) if vecs else np.zeros((0, segments[0].index.d), np.float32)
+    if splades and len(splades) != len(segments):
+        raise ValueError("cannot merge segments with and without SPLADE vectors")
     write_segment(path, np.concatenate(ids), all_vecs, [], hnsw, hnsw_m,
-                  tf=(matrix, list(vocab), np.concatenate(dls).astype(np.float32)))
+                  tf=(matrix, list(vocab), np.concatenate(dls).astype(np.float32)),
+                  splade=sp.vstack(splades).tocsr() if splades else None)
     return offset

@@ -22,14 +22,22 @@ from __future__ import annotations
 from typing import Optional
 
 
-def union_candidates(dense: list[tuple[int, float]], sparse: list[tuple[int, float]]) -> dict[int, dict[str, Optional[float]]]:
+def union_candidates(dense: list[tuple[int, float]], sparse: list[tuple[int, float]],
+                     **more: list[tuple[int, float]]) -> dict[int, dict[str, Optional[float]]]:
+    """Union of ranked lists; ``more`` adds retrievers by name (e.g. ``splade=[...]``)."""
+    lists = {"dense": dense, "sparse": sparse, **more}
     out: dict[int, dict[str, Optional[float]]] = {}
-    for name, ranked in (("dense", dense), ("sparse", sparse)):
+    for name, ranked in lists.items():
         for rank, (i, score) in enumerate(ranked, 1):
-            c = out.setdefault(i, {"dense": None, "dense_rank": None, "sparse": None, "sparse_rank": None})
+            c = out.setdefault(i, {f: None for n in lists for f in (n, f"{n}_rank")})
             c[name] = float(score)
             c[f"{name}_rank"] = rank
     return out
+
+
+def _retrievers(cands: dict[int, dict[str, Optional[float]]]) -> list[str]:
+    first = next(iter(cands.values()), {})
+    return [k[:-5] for k in first if k.endswith("_rank")]
 
 
 def rrf_score(ranks: list[Optional[int]], k: int) -> float:
@@ -47,21 +55,26 @@ def minmax(values: dict[int, float]) -> dict[int, float]:
 
 def fuse(cands: dict[int, dict[str, Optional[float]]], method: str = "union", rrf_k: int = 60,
          dense_weight: float = 0.5) -> list[tuple[int, float]]:
-    """Order candidates; returns (id, fused score) best first and stores ``fused`` in each."""
+    """Order candidates; returns (id, fused score) best first and stores ``fused`` in each.
+
+    With ``union`` the dense retriever weighs ``dense_weight`` and the others share the rest.
+    """
+    names = _retrievers(cands)
     if method == "rrf":
-        scored = {i: rrf_score([c["dense_rank"], c["sparse_rank"]], rrf_k) for i, c in cands.items()}
+        scored = {i: rrf_score([c[f"{n}_rank"] for n in names], rrf_k) for i, c in cands.items()}
     elif method == "union":
-        d = minmax({i: c["dense"] for i, c in cands.items() if c["dense"] is not None})
-        s = minmax({i: c["sparse"] for i, c in cands.items() if c["sparse"] is not None})
-        scored = {i: dense_weight * d.get(i, 0.0) + (1 - dense_weight) * s.get(i, 0.0) for i in cands}
+        others = [n for n in names if n != "dense"]
+        weights = {n: (dense_weight if n == "dense" else (1 - dense_weight) / max(len(others), 1)) for n in names}
+        norm = {n: minmax({i: c[n] for i, c in cands.items() if c[n] is not None}) for n in names}
+        scored = {i: sum(weights[n] * norm[n].get(i, 0.0) for n in names) for i in cands}
     else:
         raise ValueError(f"unknown fusion method {method!r}; use 'union' or 'rrf'")
     for i, v in scored.items():
         cands[i]["fused"] = v
-    # ties: better best-rank first, then id for determinism
-    def key(item):
+
+    def key(item):  # ties: better best rank first, then id for determinism
         i, v = item
-        ranks = [r for r in (cands[i]["dense_rank"], cands[i]["sparse_rank"]) if r is not None]
+        ranks = [cands[i][f"{n}_rank"] for n in names if cands[i][f"{n}_rank"] is not None]
         return (-v, min(ranks) if ranks else 10**9, i)
 
     return sorted(scored.items(), key=key)

@@ -96,6 +96,11 @@ class HybridSearcher:
             terms = self.index.tokenizer.tokens(query, detect_language(query))
             sparse = self.index.search_sparse(terms, cfg.sparse_k, allowed)
         timings["sparse_ms"] = (time.perf_counter() - t) * 1000
+        if self.index.splade is not None:
+            t = time.perf_counter()
+            splade = self.index.search_splade(query, cfg.sparse_k, allowed)
+            timings["splade_ms"] = (time.perf_counter() - t) * 1000
+            return union_candidates(dense, sparse, splade=splade)
         return union_candidates(dense, sparse)
 
     def search(self, query, k: int = 10, filters: Optional[Filters] = None, fusion: Optional[str] = None) -> SearchResult:
