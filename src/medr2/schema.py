@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 from enum import Enum
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -157,7 +157,7 @@ class Hit(_Model):
     publication_types: list[str] = Field(default_factory=list)
     score: float = 0.0
     # e.g. {"dense": 0.71, "dense_rank": 1, "sparse": 12.3, "sparse_rank": 4, "fused": ..., "rerank": ...}
-    scores: dict[str, Optional[float]] = Field(default_factory=dict)
+    scores: dict[str, Optional[Union[int, float]]] = Field(default_factory=dict)
 
 
 class SearchResult(_Model):

@@ -27,8 +27,9 @@ def run_demo(index_dir: Path, k: int = 3) -> int:
     click.echo(BANNER)
     with Index.open(index_dir, create=True, writable=True) as idx:
         report = ingest(idx, [CORPUS], progress=False)
-        click.echo(f"ingest {report.status}: {report.documents_added} new, {report.documents_unchanged} unchanged "
-                   f"documents, {report.passages_added} passages added ({report.seconds:.1f}s)")
+        click.echo(f"ingest {report.status}: {report.files_ingested} file(s) read, {report.files_unchanged} unchanged; "
+                   f"{report.documents_added} new documents, {report.passages_added} passages added "
+                   f"({report.seconds:.1f}s)")
         for p in report.failed_files + report.record_problems:
             click.echo(f"  problem: {p}")
         st = idx.stats()
@@ -39,8 +40,10 @@ def run_demo(index_dir: Path, k: int = 3) -> int:
             result = searcher.search(q["question"], k=k)
             click.echo(f"\nQ: {q['question']}  [{q.get('ebm_category', '')}]")
             for n, h in enumerate(result.hits, 1):
-                path = " > ".join(h.heading_path)
-                click.echo(f"  {n}. [{h.source_type.value}] {h.title} — {path}")
+                path = " > ".join(h.heading_path[1:] if h.heading_path[:1] == [h.title] else h.heading_path)
+                design = ", ".join(h.publication_types)
+                click.echo(f"  {n}. [{h.source_type.value}{': ' + design if design else ''}] {h.title}"
+                           + (f" — {path}" if path else ""))
                 click.echo(f"     {h.passage_id} fused={h.score:.3f} "
                            f"dense#{h.scores.get('dense_rank')} bm25#{h.scores.get('sparse_rank')}")
                 text = " ".join(h.text.split())
