@@ -124,15 +124,21 @@ class Index:
 
     def _load_segments(self) -> None:
         self.seg_dir.mkdir(exist_ok=True)
-        listed = self.store.segments()
-        if self.writable:  # garbage of a killed run: segments written but never committed
-            for p in self.seg_dir.iterdir():
-                if p.name not in listed:
-                    shutil.rmtree(p, ignore_errors=True)
-        missing = [n for n in listed if not (self.seg_dir / n).exists()]
-        if missing:
-            raise IndexError_(f"index {self.path} lacks segment files {missing[:3]}; rebuild it with `medr2 ingest`")
-        self.segments = [Segment.load(self.seg_dir / n, self.config.dense.hnsw_ef_search) for n in listed]
+        for attempt in range(5):
+            listed = self.store.segments()
+            if self.writable:  # garbage of a killed run: segments written but never committed
+                for p in self.seg_dir.iterdir():
+                    if p.name not in listed:
+                        shutil.rmtree(p, ignore_errors=True)
+            try:
+                self.segments = [Segment.load(self.seg_dir / n, self.config.dense.hnsw_ef_search) for n in listed]
+                break
+            except FileNotFoundError:
+                if attempt == 4:
+                    missing = [n for n in listed if not (self.seg_dir / n).exists()]
+                    raise IndexError_(f"index {self.path} lacks segment files {missing[:3]}; "
+                                      "rebuild it with `medr2 ingest`") from None
+                time.sleep(0.2)  # a writer merged segments while we read the list: read it again
         self._refresh_live()
 
     def _refresh_live(self) -> None:
