@@ -276,24 +276,23 @@ class Index:
             return [s.live for s in self.segments]
         return [s.live & np.isin(s.ids, allowed) for s in self.segments]
 
-    def search_dense(self, query_vec: np.ndarray, k: int, allowed: Optional[np.ndarray] = None) -> list[tuple[int, float]]:
+    def _top_k(self, search: Callable, k: int, allowed: Optional[np.ndarray]) -> list[tuple[int, float]]:
+        """Run ``search(segment, k, mask)`` on every segment and keep the best k (row id, score)."""
         found: list[tuple[int, float]] = []
         for seg, mask in zip(self.segments, self._masks(allowed)):
-            ids, scores = seg.dense_search(query_vec, k, mask)
+            ids, scores = search(seg, k, mask)
             found.extend(zip(ids.tolist(), scores.tolist()))
         found.sort(key=lambda x: -x[1])
         return found[:k]
+
+    def search_dense(self, query_vec: np.ndarray, k: int, allowed: Optional[np.ndarray] = None) -> list[tuple[int, float]]:
+        return self._top_k(lambda seg, k, mask: seg.dense_search(query_vec, k, mask), k, allowed)
 
     def search_splade(self, text: str, k: int, allowed: Optional[np.ndarray] = None) -> list[tuple[int, float]]:
         if self.splade is None:
             return []
         q = self.splade.encode([text])
-        found: list[tuple[int, float]] = []
-        for seg, mask in zip(self.segments, self._masks(allowed)):
-            ids, scores = seg.splade_search(q, k, mask)
-            found.extend(zip(ids.tolist(), scores.tolist()))
-        found.sort(key=lambda x: -x[1])
-        return found[:k]
+        return self._top_k(lambda seg, k, mask: seg.splade_search(q, k, mask), k, allowed)
 
     def search_sparse(self, terms: list[str], k: int, allowed: Optional[np.ndarray] = None) -> list[tuple[int, float]]:
         terms = list(dict.fromkeys(terms))

@@ -24,23 +24,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from medr2.config import Config
-from medr2.ingest.loaders.base import LoadError, LoadItem, Problem, detect_language, register
-from medr2.ingest.loaders.records import iter_csv, iter_jsonl, load_json_value
+from medr2.ingest.loaders.base import LoadError, LoadItem, detect_language, register
+from medr2.ingest.loaders.records import iter_csv, iter_jsonl, load_json_value, map_records
 from medr2.schema import Document, DocumentMeta, Section, SourceType
 
 _YEAR = re.compile(r"\b(19[5-9]\d|20[0-4]\d)\b")
-
-
-def _records(path: Path, build, name: str) -> Iterator[LoadItem]:
-    for item in iter_jsonl(path):
-        if isinstance(item, Problem):
-            yield item
-            continue
-        n, rec = item
-        try:
-            yield build(rec, f"{path}:{n}")
-        except (KeyError, TypeError, ValueError) as e:
-            yield Problem(f"{path}:{n}", f"not a {name} record ({type(e).__name__}: {e})")
 
 
 def ngc_record(rec: dict[str, Any], origin: str) -> Document:
@@ -69,7 +57,7 @@ def ngc_record(rec: dict[str, Any], origin: str) -> Document:
 @register("ngc", streaming=True)
 def load_ngc(path: Path, config: Config) -> Iterator[LoadItem]:
     """NGC guideline summaries: ``sections[].fields[]`` become the heading tree."""
-    return _records(path, ngc_record, "NGC summary")
+    return map_records(iter_jsonl(path), ngc_record, "NGC summary")
 
 
 def openstax_record(rec: dict[str, Any], origin: str) -> Document:
@@ -96,7 +84,7 @@ def openstax_record(rec: dict[str, Any], origin: str) -> Document:
 @register("openstax", streaming=True)
 def load_openstax(path: Path, config: Config) -> Iterator[LoadItem]:
     """OpenStax textbook modules: book > unit > chapter (``path``) > module title."""
-    return _records(path, openstax_record, "OpenStax module")
+    return map_records(iter_jsonl(path), openstax_record, "OpenStax module")
 
 
 def pubmedqa_record(pmid: str, rec: dict[str, Any], origin: str) -> Document:
@@ -123,11 +111,8 @@ def load_pubmedqa(path: Path, config: Config) -> Iterator[LoadItem]:
     value = load_json_value(path, config)
     if not isinstance(value, dict):
         raise LoadError("PubMedQA file must be an object keyed by PMID")
-    for pmid, rec in value.items():
-        try:
-            yield pubmedqa_record(str(pmid), rec, f"{path}[{pmid}]")
-        except (KeyError, TypeError, ValueError) as e:
-            yield Problem(f"{path}[{pmid}]", f"not a PubMedQA record ({type(e).__name__}: {e})")
+    items = ((f"{path}[{pmid}]", (str(pmid), rec)) for pmid, rec in value.items())
+    yield from map_records(items, lambda pr, origin: pubmedqa_record(pr[0], pr[1], origin), "PubMedQA")
 
 
 def medquad_record(rec: dict[str, Any], origin: str) -> Document | None:
@@ -149,9 +134,7 @@ def medquad_record(rec: dict[str, Any], origin: str) -> Document | None:
 @register("medquad", streaming=True)
 def load_medquad(path: Path, config: Config) -> Iterator[LoadItem]:
     """MedQuAD JSONL: each answered question is an encyclopedia entry (focus > question)."""
-    for item in _records(path, medquad_record, "MedQuAD"):
-        if item is not None:
-            yield item
+    return map_records(iter_jsonl(path), medquad_record, "MedQuAD")
 
 
 def medlineplus_row(row: dict[str, str], origin: str) -> Document:
@@ -171,15 +154,7 @@ def medlineplus_row(row: dict[str, str], origin: str) -> Document:
 @register("medlineplus", streaming=True)
 def load_medlineplus(path: Path, config: Config) -> Iterator[LoadItem]:
     """MedlinePlus health topics CSV (id, title, also_called, summary, url)."""
-    for item in iter_csv(path):
-        if isinstance(item, Problem):
-            yield item
-            continue
-        n, row = item
-        try:
-            yield medlineplus_row(row, f"{path}:{n}")
-        except (KeyError, ValueError) as e:
-            yield Problem(f"{path}:{n}", f"not a MedlinePlus row ({type(e).__name__}: {e})")
+    return map_records(iter_csv(path), medlineplus_row, "MedlinePlus")
 
 
 # --- format sniffing -------------------------------------------------------------------------

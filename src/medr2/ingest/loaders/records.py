@@ -14,7 +14,7 @@ Example::
     >>> from medr2.ingest.loaders.records import record_to_document
     >>> from pathlib import Path
     >>> d = record_to_document({"pmid": "1", "abstract": "Text."}, {"id": "pmid", "text": "abstract"},
-    ...                        Path("x.jsonl"), 1, "paper")
+    ...                        Path("x.jsonl"), "x.jsonl:1", "paper")
     >>> d.doc_id, d.source_type.value
     ('jsonl:1', 'paper')
 """
@@ -26,7 +26,7 @@ import hashlib
 import io
 import json
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 from medr2.config import Config
 from medr2.ingest.loaders.base import LoadError, LoadItem, Problem, detect_language, register
@@ -60,7 +60,7 @@ def check_mapping(mapping: dict[str, str]) -> None:
 
 
 def record_to_document(
-    record: Any, mapping: dict[str, str], path: Path, locator: int | str, source_type: Optional[str],
+    record: Any, mapping: dict[str, str], path: Path, origin: str, source_type: Optional[str],
     prefix: str = "jsonl",
 ) -> Document:
     if isinstance(record, list) and len(record) == 1 and isinstance(record[0], str):
@@ -108,15 +108,15 @@ def record_to_document(
     heading = field("heading")
     sec = Section(title=str(heading) if heading else "", text=text.strip())
     meta = DocumentMeta(
-        year=year, language=str(lang), url=str(field("url") or ""), origin=f"{path}:{locator}",
+        year=year, language=str(lang), url=str(field("url") or ""), origin=origin,
         mesh_terms=[str(m) for m in (mesh if isinstance(mesh, list) else [mesh])],
         publication_types=[str(p) for p in (pubt if isinstance(pubt, list) else [pubt])],
     )
     return Document(doc_id=doc_id, title=title, source_type=stype, sections=[sec], meta=meta)
 
 
-def iter_jsonl(path: Path) -> Iterator[tuple[int, Any] | Problem]:
-    """Yield ``(line_number, value)`` for each JSON line, a Problem for each bad one."""
+def iter_jsonl(path: Path) -> Iterator[tuple[str, Any] | Problem]:
+    """Yield ``("PATH:LINE", value)`` for each JSON line, a Problem for each bad one."""
     if path.stat().st_size == 0:
         raise LoadError("empty file")
     seen = False
@@ -135,9 +135,28 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any] | Problem]:
                 yield Problem(f"{path}:{n}", f"invalid JSON ({e.msg} at column {e.colno})")
                 continue
             seen = True
-            yield n, value
+            yield f"{path}:{n}", value
     if not seen:
         raise LoadError("no valid JSON line in the file")
+
+
+def map_records(items: Iterable[tuple[str, Any] | Problem], build: Callable[[Any, str], Optional[Document]],
+                what: str = "") -> Iterator[LoadItem]:
+    """Build a document from each ``(origin, record)``; Problems pass through, a record that
+    cannot be built becomes a Problem naming its origin, ``None`` (nothing to index) is skipped."""
+    for item in items:
+        if isinstance(item, Problem):
+            yield item
+            continue
+        origin, record = item
+        try:
+            doc = build(record, origin)
+        except (KeyError, TypeError, ValueError) as e:
+            reason = str(e) if isinstance(e, ValueError) and not what else f"{type(e).__name__}: {e}"
+            yield Problem(origin, f"not a {what} record ({reason})" if what else reason)
+            continue
+        if doc is not None:
+            yield doc
 
 
 def _mapping(config: Config) -> dict[str, str]:
@@ -149,17 +168,8 @@ def _mapping(config: Config) -> dict[str, str]:
 @register("jsonl", (".jsonl", ".ndjson"), streaming=True)
 def load_jsonl(path: Path, config: Config) -> Iterator[LoadItem]:
     """JSON Lines, one document per line, fields by mapping (``--map text=FIELD``)."""
-    m = _mapping(config)
-    source_type = config.ingest.source_type
-    for item in iter_jsonl(path):
-        if isinstance(item, Problem):
-            yield item
-            continue
-        n, value = item
-        try:
-            yield record_to_document(value, m, path, n, source_type)
-        except ValueError as e:
-            yield Problem(f"{path}:{n}", str(e))
+    m, st = _mapping(config), config.ingest.source_type
+    return map_records(iter_jsonl(path), lambda rec, origin: record_to_document(rec, m, path, origin, st))
 
 
 def load_json_value(path: Path, config: Config) -> Any:
@@ -183,19 +193,16 @@ def load_json(path: Path, config: Config) -> Iterator[LoadItem]:
         for k, v in value.items():
             if isinstance(v, dict) and "id" not in m and not any(f in v for f in DEFAULT_FIELDS["id"]):
                 v = {**v, "id": k}
-            items.append((k, v))
+            items.append((f"{path}[{k}]", v))
     elif isinstance(value, list):
-        items = list(enumerate(value))
+        items = [(f"{path}[{i}]", v) for i, v in enumerate(value)]
     else:
         raise LoadError("JSON must be a list of records or an object of records")
-    for loc, v in items:
-        try:
-            yield record_to_document(v, m, path, loc, source_type, prefix="json")
-        except ValueError as e:
-            yield Problem(f"{path}[{loc}]", str(e))
+    return map_records(items, lambda rec, origin: record_to_document(rec, m, path, origin, source_type, "json"))
 
 
-def iter_csv(path: Path) -> Iterator[tuple[int, dict[str, str]] | Problem]:
+def iter_csv(path: Path) -> Iterator[tuple[str, dict[str, str]] | Problem]:
+    """Yield ``("PATH:LINE", row)`` for each CSV row."""
     if path.stat().st_size == 0:
         raise LoadError("empty file")
     csv.field_size_limit(50_000_000)
@@ -204,7 +211,7 @@ def iter_csv(path: Path) -> Iterator[tuple[int, dict[str, str]] | Problem]:
         try:
             reader = csv.DictReader(stream)
             for n, row in enumerate(reader, 2):
-                yield n, row
+                yield f"{path}:{n}", row
         except UnicodeDecodeError as e:
             raise LoadError(f"not valid UTF-8 (byte {e.start}); re-encode the file as UTF-8") from None
         except csv.Error as e:
@@ -214,14 +221,5 @@ def iter_csv(path: Path) -> Iterator[tuple[int, dict[str, str]] | Problem]:
 @register("csv", (".csv",), streaming=True)
 def load_csv(path: Path, config: Config) -> Iterator[LoadItem]:
     """CSV with a header row, fields by mapping (``--map text=COLUMN``)."""
-    m = _mapping(config)
-    source_type = config.ingest.source_type
-    for item in iter_csv(path):
-        if isinstance(item, Problem):
-            yield item
-            continue
-        n, row = item
-        try:
-            yield record_to_document(row, m, path, n, source_type, prefix="csv")
-        except ValueError as e:
-            yield Problem(f"{path}:{n}", str(e))
+    m, st = _mapping(config), config.ingest.source_type
+    return map_records(iter_csv(path), lambda rec, origin: record_to_document(rec, m, path, origin, st, "csv"))
