@@ -59,7 +59,7 @@ def _load(path: str, device: str):
 
 
 class SpladeEncoder:
-    def __init__(self, model: str, device: str = "cpu", max_length: int = 256, batch_size: int = 32):
+    def __init__(self, model: str, device: str = "cpu", max_length: int = 256, batch_size: int = 8):
         self.name = model
         self.device = device
         self.max_length = max_length
@@ -77,8 +77,9 @@ class SpladeEncoder:
                                  return_tensors="pt").to(self.device)
             with torch.inference_mode():
                 logits = self.model(**enc).logits
-                weights = torch.log1p(torch.relu(logits)) * enc["attention_mask"].unsqueeze(-1)
-                vec = weights.max(dim=1).values
+                # log(1 + relu(.)) is monotonic: take the max over real tokens first, then transform
+                logits.masked_fill_(enc["attention_mask"].unsqueeze(-1) == 0, float("-inf"))
+                vec = torch.log1p(torch.relu(logits.amax(dim=1)))
             rows.append(sp.csr_matrix(vec.float().cpu().numpy()))
         if not rows:
             return sp.csr_matrix((0, self.vocab_size), dtype=np.float32)
