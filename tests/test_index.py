@@ -209,6 +209,7 @@ def test_splade_learned_sparse_retriever(tmp_path, encoder):
     finally:
         idx.close()
     plain = small_config()
+    plain.sparse.splade_model = ""  # explicitly asks for no SPLADE on an index built with it
     with pytest.raises(IndexError_, match="splade_model"):
         Index.open(tmp_path / "i", plain)
 
@@ -234,3 +235,18 @@ def test_cross_encoder_reranker_from_a_local_path(mixed_index):
     assert all(h.score == h.scores["rerank"] for h in res.hits)
     with pytest.raises(RuntimeError, match="cannot load cross-encoder"):
         CrossEncoderReranker(str(idx.path / "no-such-model"))
+
+
+def test_runtime_config_applies_and_bound_settings_come_from_the_index(tmp_path, encoder):
+    from medr2.config import Config
+
+    cfg = small_config()
+    cfg.segment.passage_tokens = 120
+    Index.open(tmp_path / "i", cfg, create=True, writable=True).close()
+    user = Config.model_validate({"fusion": {"method": "rrf"}})  # says nothing of segmentation
+    with Index.open(tmp_path / "i", user) as idx:
+        assert idx.config.fusion.method == "rrf"
+        assert idx.config.segment.passage_tokens == 120  # the index's own value
+    clash = Config.model_validate({"segment": {"passage_tokens": 300}})
+    with pytest.raises(IndexError_, match="passage_tokens"):
+        Index.open(tmp_path / "i", clash)

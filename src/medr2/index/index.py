@@ -102,7 +102,7 @@ class Index:
             if config is None:
                 config = saved
             else:
-                _check_bound(saved, config, path)
+                config = _bind(saved, config, path)
         return cls(path, config, store, writable or create, lock_fh)
 
     def close(self) -> None:
@@ -337,13 +337,18 @@ class Index:
         return counts
 
 
-def _check_bound(saved: Config, wanted: Config, path: Path) -> None:
+def _bind(saved: Config, wanted: Config, path: Path) -> Config:
+    """The config to use on an existing index: the index's own value of every setting it is bound
+    to (a setting the user gave explicitly must agree), the user's value of everything else."""
+    out = wanted.model_copy(deep=True)
     for section, keys in _BOUND.items():
-        a, b = getattr(saved, section), getattr(wanted, section)
-        for key in keys or a.model_fields:
-            if getattr(a, key) != getattr(b, key):
+        a, b = getattr(saved, section), getattr(out, section)
+        for key in keys or type(a).model_fields:
+            if key in b.model_fields_set and getattr(a, key) != getattr(b, key):
                 raise IndexError_(
                     f"index {path} was built with {section}.{key}={getattr(a, key)!r}, the config asks "
                     f"{getattr(b, key)!r}; use the same setting or build a new index"
                 )
+            setattr(b, key, getattr(a, key))
+    return out
 
