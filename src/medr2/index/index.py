@@ -198,7 +198,7 @@ class Index:
                 for d in docs:
                     self.store.put_document(d.doc, d.content_hash, len(d.passages))
                 if passages:
-                    self.store.put_passages([(int(i), p, d.doc.source_type.value, d.doc.meta.year, name)
+                    self.store.put_passages([(int(i), p, d.doc.source_type.value, d.doc.meta.year)
                                              for i, (d, p) in zip(ids, passages)])
                     self.store.add_segment(name, len(passages), "flat")
                     if self.store.get_meta("dense_dim") is None:
@@ -265,10 +265,9 @@ class Index:
         for s in group:
             shutil.rmtree(s.path, ignore_errors=True)
         self.segments = [s for s in self.segments if s not in group]
-        if n:
-            seg = Segment.load(self.seg_dir / name, self.config.dense.hnsw_ef_search)
-            self.segments.append(seg)
-            self._refresh_live()
+        if n:  # the merged segment holds exactly the live rows of the group
+            self.segments.append(Segment.load(self.seg_dir / name, self.config.dense.hnsw_ef_search))
+        self._stats_cache()
 
     # reading ------------------------------------------------------------------------------
     def _masks(self, allowed: Optional[np.ndarray]) -> list[np.ndarray]:
@@ -300,15 +299,15 @@ class Index:
             return []
         cfg = self.config.sparse
         masks = self._masks(allowed)
-        # global document frequencies over all live passages (not only the filtered ones)
-        df = np.zeros(len(terms))
-        for seg in self.segments:
-            for j, t in enumerate(terms):
-                df[j] += len(seg.postings(t, seg.live)[0])
+        # postings over live passages: global document frequencies come from all of them,
+        # scores only go to the passages the filter allows
+        postings = [[seg.postings(t, seg.live) for t in terms] for seg in self.segments]
+        df = np.array([sum(len(p[j][0]) for p in postings) for j in range(len(terms))], dtype=np.float64)
         idf = bm25_idf(df, self.n_live)
         found: list[tuple[int, float]] = []
-        for seg, mask in zip(self.segments, masks):
-            cols = [seg.postings(t, mask) for t in terms]
+        for seg, mask, cols in zip(self.segments, masks, postings):
+            if allowed is not None:
+                cols = [(rows[mask[rows]], tfs[mask[rows]]) for rows, tfs in cols]
             if not any(len(r) for r, _ in cols):
                 continue
             scores = score_segment(cols, idf, seg.dl, self.avg_len, cfg.k1, cfg.b, len(seg))

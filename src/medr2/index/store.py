@@ -35,7 +35,7 @@ CREATE TABLE IF NOT EXISTS documents (
 CREATE TABLE IF NOT EXISTS passages (
     rowid INTEGER PRIMARY KEY, passage_id TEXT UNIQUE NOT NULL, doc_id TEXT NOT NULL, text TEXT NOT NULL,
     heading_path TEXT, start INTEGER, end INTEGER, language TEXT, unit INTEGER, ordinal INTEGER,
-    source_type TEXT, year INTEGER, segment TEXT);
+    source_type TEXT, year INTEGER);
 CREATE INDEX IF NOT EXISTS passages_doc ON passages(doc_id);
 CREATE INDEX IF NOT EXISTS passages_filter ON passages(source_type, year, language);
 CREATE TABLE IF NOT EXISTS files (
@@ -54,7 +54,7 @@ class Store(Protocol):
     def set_meta(self, key: str, value: str) -> None: ...
     def doc_hash(self, doc_id: str) -> Optional[str]: ...
     def put_document(self, doc: Document, content_hash: str, n_passages: int) -> None: ...
-    def put_passages(self, rows: list[tuple[int, Passage, str, Optional[int], str]]) -> None: ...
+    def put_passages(self, rows: list[tuple[int, Passage, str, Optional[int]]]) -> None: ...
     def delete_documents(self, doc_ids: Iterable[str]) -> list[int]: ...
     def passages(self, rowids: Iterable[int]) -> dict[int, dict[str, Any]]: ...
     def live_rowids(self) -> np.ndarray: ...
@@ -140,12 +140,12 @@ class SQLiteStore:
         return [Passage(passage_id=r[0], doc_id=r[1], text=r[2], heading_path=json.loads(r[3]), start=r[4],
                         end=r[5], language=r[6], unit=r[7], ordinal=r[8]) for r in rows]
 
-    def put_passages(self, rows: list[tuple[int, Passage, str, Optional[int], str]]) -> None:
-        """rows: (rowid, passage, source_type, year, segment name)."""
+    def put_passages(self, rows: list[tuple[int, Passage, str, Optional[int]]]) -> None:
+        """rows: (rowid, passage, source_type, year); the row id keys the passage in the segments."""
         self.db.executemany(
-            "INSERT INTO passages VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO passages VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             [(rid, p.passage_id, p.doc_id, p.text, json.dumps(p.heading_path, ensure_ascii=False), p.start, p.end,
-              p.language, p.unit, p.ordinal, st, year, seg) for rid, p, st, year, seg in rows],
+              p.language, p.unit, p.ordinal, st, year) for rid, p, st, year in rows],
         )
         if rows:
             top = max(r[0] for r in rows)

@@ -209,13 +209,16 @@ def _ingest_file(index: Index, path: Path, fmt: Optional[str], force: bool, repo
     problems = 0
     added = updated = 0
     staged: list[tuple[str, Optional[PendingDoc]]] = []
+    n_staged = 0
 
     def stage_flush() -> None:
+        nonlocal n_staged
         for doc_id, pending in staged:
             batch.links.append((key, doc_id))
             if pending is not None:
                 batch.add(pending)
         staged.clear()
+        n_staged = 0
         if batch.n_passages >= cfg.ingest.batch_passages:
             batch.commit()
 
@@ -245,12 +248,12 @@ def _ingest_file(index: Index, path: Path, fmt: Optional[str], force: bool, repo
             continue
         in_store = store.has_document(doc.doc_id)
         staged.append((doc.doc_id, PendingDoc(seg.doc, seg.passages, content_hash, replaces=in_store)))
+        n_staged += len(seg.passages)
         if in_store or stored is not None:
             updated += 1
         else:
             added += 1
-        if loader.streaming and sum(len(p.passages) for _, p in staged if p) + batch.n_passages >= \
-                cfg.ingest.batch_passages:
+        if loader.streaming and n_staged + batch.n_passages >= cfg.ingest.batch_passages:
             stage_flush()  # large record files commit as they go; a killed run resumes by content hash
     stage_flush()
     stale = previously - seen
