@@ -1,9 +1,7 @@
 """Bad input at scale: huge files and a directory of 10,000 files with a few bad ones."""
 
-import os
 
 import numpy as np
-import pytest
 from conftest import small_config
 
 from medr2.index.index import Index
@@ -87,5 +85,39 @@ def test_directory_of_10000_files_with_a_few_bad_ones(tmp_path):
         rep2 = ingest(idx, [root], progress=False)
         assert rep2.files_unchanged == 10_000 - len(bad) and rep2.passages_added == 0
         assert idx.stats()["passages"] == st["passages"]
+    finally:
+        idx.close()
+
+
+def test_index_inside_the_ingested_folder_is_skipped(tmp_path):
+    (tmp_path / "a.md").write_text("# Asthma\n\nInhaled corticosteroids control asthma.\n")
+    idx = _fake_index(tmp_path / "idx")
+    try:
+        ingest(idx, [tmp_path], progress=False)
+        rep = ingest(idx, [tmp_path], progress=False)  # the index now has segment files
+        assert rep.failed_files == [] and rep.record_problems == []
+        assert idx.stats()["documents"] == 1
+    finally:
+        idx.close()
+
+
+def test_a_document_two_files_provide_survives_changes_in_one(tmp_path):
+    doc = "---\nid: shared:1\n---\n# Gout\n\n{}\n"
+    (tmp_path / "a.md").write_text(doc.format("Allopurinol lowers urate in gout."))
+    (tmp_path / "b.md").write_text(doc.format("Allopurinol lowers urate in gout."))
+    idx = _fake_index(tmp_path / "idx")
+    try:
+        ingest(idx, [tmp_path / "a.md", tmp_path / "b.md"], progress=False)
+        (tmp_path / "a.md").write_text(doc.format("Allopurinol lowers urate in chronic gout."))
+        rep = ingest(idx, [tmp_path / "a.md"], progress=False)
+        assert rep.documents_updated == 1
+        (tmp_path / "a.md").write_text("---\nid: other:2\n---\n# Other\n\nColchicine treats gout flares.\n")
+        rep = ingest(idx, [tmp_path / "a.md"], progress=False)
+        assert rep.documents_removed == 0  # b.md still provides shared:1
+        assert idx.store.has_document("shared:1") and idx.store.has_document("other:2")
+        # a new version left with no passages (only boilerplate) removes the old one
+        (tmp_path / "b.md").write_text("---\nid: shared:1\nsource_type: guideline\n---\n## Disclaimer\n\nNo advice.\n")
+        rep = ingest(idx, [tmp_path / "b.md"], progress=False)
+        assert not idx.store.has_document("shared:1")
     finally:
         idx.close()

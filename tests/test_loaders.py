@@ -230,3 +230,18 @@ def test_raw_guideline_chunks_generic_jsonl():
     path = shared("corpora/guidelines/raw_guideline_chunks_en.jsonl")
     items = list(get_loader("jsonl").load(path, Config()))
     assert len(_docs(items)) == 100 and not _problems(items)
+
+
+def test_html_unclosed_heading_does_not_swallow_the_page(tmp_path):
+    p = tmp_path / "u.html"
+    p.write_text("<h1>Title<p>First paragraph text.</p><h2>Part</h2><p>More text.</p>", encoding="utf-8")
+    (doc,) = load("html", p)
+    assert [h for h, _ in doc.walk()] == [("Title",), ("Title", "Part")]
+    assert "First paragraph text." in doc.full_text()
+
+
+def test_broken_records_become_problems_not_crashes(tmp_path):
+    p = tmp_path / "m.jsonl"
+    p.write_text('{"qid": "1", "qtype": "x", "question": "q?", "answer": "a"}\n["not", "a", "record"]\n')
+    items = list(get_loader("medquad").load(p, Config()))
+    assert len(_docs(items)) == 1 and "MedQuAD" in _problems(items)[0].reason

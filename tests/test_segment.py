@@ -184,3 +184,16 @@ def test_guideline_rules_hold_on_real_ngc_summaries(min_chars, max_chars):
     assert n > 1000
     assert under == 0
     assert over / n < 0.005  # only where merging a short section forces it
+
+
+def test_split_overflow_passages_never_straddle_units():
+    text = " ".join(f"Sentence {i} has exactly seven tokens." for i in range(400))  # 2,800 tokens
+    doc = Document(doc_id="b:6", sections=[Section(title="Huge", text=text)])
+    cfg = SegmentConfig(max_unit_tokens=1000, unit_overflow="split", passage_tokens=180, passage_overlap_tokens=0)
+    seg = segment_document(doc, cfg)
+    per_unit = {}
+    for p in seg.passages:
+        per_unit[p.unit] = per_unit.get(p.unit, 0) + count_tokens(p.text)
+    assert sorted(per_unit) == [0, 1, 2]
+    assert all(n <= 1000 for n in per_unit.values()), per_unit
+    assert sum(per_unit.values()) == 2800

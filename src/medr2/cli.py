@@ -18,6 +18,17 @@ from medr2.config import Config, ConfigError
 EXIT_FAIL, EXIT_USAGE, EXIT_PARTIAL = 1, 2, 3
 
 
+def _model_errors() -> tuple[type[BaseException], ...]:
+    """Errors that mean a model, the index or a setting cannot be used: a message, no traceback."""
+    import sqlite3
+
+    from medr2.index.dense import EncoderError
+    from medr2.index.index import IndexError_
+    from medr2.index.splade import SpladeError
+
+    return (EncoderError, SpladeError, IndexError_, sqlite3.Error)
+
+
 def _fail(msg: str, code: int = EXIT_FAIL) -> None:
     click.echo(f"error: {msg}", err=True)
     sys.exit(code)
@@ -67,6 +78,7 @@ def ingest(paths, index_dir, config_path, fmt, mapping, source_type, force, as_j
     """Ingest files or directories into an index (created when missing)."""
     from medr2.ingest.loaders.base import LoadError, get_loader
     from medr2.ingest.loaders.records import check_mapping
+    from medr2.ingest.pipeline import IngestAborted
     from medr2.ingest.pipeline import ingest as run
 
     config = _load_config(config_path)
@@ -94,6 +106,10 @@ def ingest(paths, index_dir, config_path, fmt, mapping, source_type, force, as_j
     except KeyboardInterrupt:
         click.echo("interrupted: committed batches are kept; run the same command again to resume", err=True)
         sys.exit(130)
+    except IngestAborted as e:
+        _fail(str(e))
+    except _model_errors() as e:
+        _fail(f"{e}; committed batches are kept")
     finally:
         idx.close()
     if as_json:
@@ -152,11 +168,10 @@ def _print_hits(result) -> None:
 @click.option("--fusion", type=click.Choice(["union", "rrf"]), help="Override fusion.method.")
 def search(query, index_dir, config_path, k, as_json, source_types, year_min, year_max, languages, fusion):
     """Hybrid search (dense + BM25, fused, coarse-reranked)."""
-    from medr2.search.hybrid import Filters, HybridSearcher, QueryError, validate_query
+    from medr2.search.hybrid import Filters, HybridSearcher, QueryError
 
     config = _load_config(config_path)
     try:
-        validate_query(query, (config or Config()).query.max_query_chars)
         filters = Filters(list(source_types), year_min, year_max, list(languages))
     except QueryError as e:
         _fail(str(e), EXIT_USAGE)
@@ -165,6 +180,10 @@ def search(query, index_dir, config_path, k, as_json, source_types, year_min, ye
         result = HybridSearcher(idx).search(query, k=k, filters=filters, fusion=fusion)
     except QueryError as e:
         _fail(str(e), EXIT_USAGE)
+    except _model_errors() as e:
+        _fail(str(e))
+    except (RuntimeError, ImportError) as e:  # e.g. a configured cross-encoder that cannot load
+        _fail(str(e))
     finally:
         idx.close()
     if as_json:
@@ -268,7 +287,11 @@ def demo(index_dir, k):
     """Build the demo index from the bundled illustrative corpus and answer its sample questions."""
     from medr2.demo import run_demo
 
-    sys.exit(run_demo(Path(index_dir), k))
+    try:
+        code = run_demo(Path(index_dir), k)
+    except _model_errors() as e:
+        _fail(str(e))
+    sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -36,11 +36,11 @@ class CrossEncoderReranker:
     """sentence-transformers CrossEncoder by hub id or local path (e.g. BAAI/bge-reranker-v2-m3)."""
 
     def __init__(self, model: str, batch_size: int = 16, device: str = "cpu"):
-        from sentence_transformers import CrossEncoder
-
         self.name = model
         self.batch_size = batch_size
         try:
+            from sentence_transformers import CrossEncoder
+
             self.model = CrossEncoder(model, device=device)
         except Exception as e:
             raise RuntimeError(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import fcntl
 import math
 import shutil
+import sqlite3
 import time
 import uuid
 from dataclasses import dataclass
@@ -41,7 +42,8 @@ from medr2.index.store import SQLiteStore
 from medr2.schema import Document, Passage
 
 # Settings an existing index is bound to: changing them needs a new index.
-_BOUND = {"dense": ("model", "passage_prefix"), "sparse": ("stemmer", "stopwords", "splade_model"),
+_BOUND = {"dense": ("model", "passage_prefix"),
+          "sparse": ("stemmer", "stopwords", "splade_model", "jieba_user_dicts"),
           "segment": None}
 
 
@@ -90,20 +92,27 @@ class Index:
             except BlockingIOError:
                 lock_fh.close()
                 raise IndexError_(f"index {path} is being written by another process; wait for it to finish") from None
-        store = SQLiteStore(db)
-        stored = store.get_meta("config")
-        if stored is None:
-            config = config or Config()
-            with store.transaction():
-                store.set_meta("config", config.model_dump_json())
-                store.set_meta("created", str(time.time()))
-        else:
-            saved = Config.model_validate_json(stored)
-            if config is None:
-                config = saved
+        store = None
+        try:
+            store = SQLiteStore(db)
+            stored = store.get_meta("config")
+            if stored is None:
+                config = config or Config()
+                with store.transaction():
+                    store.set_meta("config", config.model_dump_json())
+                    store.set_meta("created", str(time.time()))
             else:
-                config = _bind(saved, config, path)
-        return cls(path, config, store, writable or create, lock_fh)
+                saved = Config.model_validate_json(stored)
+                config = saved if config is None else _bind(saved, config, path)
+            return cls(path, config, store, writable or create, lock_fh)
+        except BaseException as e:
+            if store is not None:
+                store.close()
+            if lock_fh is not None:
+                lock_fh.close()
+            if isinstance(e, (sqlite3.DatabaseError, ValueError, KeyError, OSError)) and not isinstance(e, IndexError_):
+                raise IndexError_(f"cannot open index {path}: {type(e).__name__}: {e}") from None
+            raise
 
     def close(self) -> None:
         self.store.close()
@@ -179,7 +188,8 @@ class Index:
         more store writes (file bookkeeping) to it. Returns the number of passages added.
         """
         self._require_writable()
-        removals = set(removals) | {d.doc.doc_id for d in docs if d.replaces}
+        removals = set(removals)
+        replaced = {d.doc.doc_id for d in docs if d.replaces} - removals
         passages = [(d, p) for d in docs for p in d.passages]
         name = None
         if passages:
@@ -195,6 +205,7 @@ class Index:
         try:
             with self.store.transaction():
                 removed = self.store.delete_documents(removals) if removals else []
+                removed += self.store.delete_documents(replaced, keep_links=True) if replaced else []
                 for d in docs:
                     self.store.put_document(d.doc, d.content_hash, len(d.passages))
                 if passages:
@@ -206,7 +217,7 @@ class Index:
                 if in_transaction:
                     in_transaction(self.store)
         except BaseException:
-            if name:
+            if name and name not in self.store.segments():  # never delete a committed segment
                 shutil.rmtree(self.seg_dir / name, ignore_errors=True)
             raise
         if name:

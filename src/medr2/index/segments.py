@@ -89,6 +89,11 @@ def write_segment(
         with open(f, "rb") as fh:
             os.fsync(fh.fileno())
     os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)  # make the rename itself durable
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class Segment:

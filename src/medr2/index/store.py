@@ -66,7 +66,7 @@ class SQLiteStore:
         self.path = Path(path)
         self.db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA synchronous=FULL")  # a commit survives power loss, not only a killed process
         self.db.execute("PRAGMA foreign_keys=OFF")
         self.db.executescript(_SCHEMA)
         self._depth = 0
@@ -143,7 +143,8 @@ class SQLiteStore:
     def put_passages(self, rows: list[tuple[int, Passage, str, Optional[int]]]) -> None:
         """rows: (rowid, passage, source_type, year); the row id keys the passage in the segments."""
         self.db.executemany(
-            "INSERT INTO passages VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO passages (rowid, passage_id, doc_id, text, heading_path, start, end, language, unit, "
+            "ordinal, source_type, year) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             [(rid, p.passage_id, p.doc_id, p.text, json.dumps(p.heading_path, ensure_ascii=False), p.start, p.end,
               p.language, p.unit, p.ordinal, st, year) for rid, p, st, year in rows],
         )
@@ -152,13 +153,18 @@ class SQLiteStore:
             if top > int(self.get_meta("max_rowid", "0") or 0):
                 self.set_meta("max_rowid", str(top))
 
-    def delete_documents(self, doc_ids: Iterable[str]) -> list[int]:
+    def delete_documents(self, doc_ids: Iterable[str], keep_links: bool = False) -> list[int]:
+        """Delete documents and their passages; return the passages' row ids.
+
+        ``keep_links`` keeps which files provide them (a document being replaced by a new version).
+        """
         removed: list[int] = []
         for d in doc_ids:
             removed.extend(r[0] for r in self.db.execute("SELECT rowid FROM passages WHERE doc_id=?", (d,)))
             self.db.execute("DELETE FROM passages WHERE doc_id=?", (d,))
             self.db.execute("DELETE FROM documents WHERE doc_id=?", (d,))
-            self.db.execute("DELETE FROM file_docs WHERE doc_id=?", (d,))
+            if not keep_links:
+                self.db.execute("DELETE FROM file_docs WHERE doc_id=?", (d,))
         return removed
 
     def has_document(self, doc_id: str) -> bool:

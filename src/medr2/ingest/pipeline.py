@@ -22,6 +22,7 @@ Example::
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,11 @@ from medr2.index.index import Index, PendingDoc
 from medr2.ingest.loaders.base import Loader, LoadError, Problem, get_loader, loaders
 from medr2.ingest.loaders.corpora import sniff
 from medr2.ingest.segment import segment_document
+
+
+class IngestAborted(RuntimeError):
+    """Committing to the index failed (disk full, unreadable dictionary...): the run stopped.
+    Committed batches are kept; fix the cause and run the same command again to resume."""
 
 
 @dataclass
@@ -70,9 +76,11 @@ class IngestReport:
         return d
 
 
-def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[Problem]]:
-    """Files under the given paths (directories recursively, hidden entries skipped), sorted."""
+def expand_paths(paths: Iterable[str | Path], exclude: Optional[Path] = None) -> tuple[list[Path], list[Problem]]:
+    """Files under the given paths (directories recursively, hidden entries and anything under
+    ``exclude``, the index itself, skipped), sorted."""
     files, problems = [], []
+    skip = exclude.resolve() if exclude is not None else None
     for raw in paths:
         p = Path(raw)
         if not p.exists():
@@ -89,6 +97,8 @@ def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[Problem]
     seen, unique = set(), []
     for f in files:
         key = f.resolve()
+        if skip is not None and (key == skip or skip in key.parents):
+            continue
         if key not in seen:
             seen.add(key)
             unique.append(f)
@@ -153,7 +163,11 @@ class Batch:
                 store.unlink_file_docs(key, unlink)
                 store.mark_file(key, sha, size, "done", n_docs, problems)
 
-        added = self.index.commit(list(self.docs.values()), removals, bookkeeping)
+        try:
+            added = self.index.commit(list(self.docs.values()), removals, bookkeeping)
+        except (OSError, sqlite3.Error, RuntimeError, ValueError) as e:
+            raise IngestAborted(f"writing to the index failed ({type(e).__name__}: {e}); committed batches "
+                                "are kept, run the same command again once the cause is fixed") from e
         self.report.passages_added += added
         self.report.documents_removed += len(removals)
         self.bar.update(added)
@@ -164,7 +178,7 @@ def ingest(index: Index, paths: Iterable[str | Path], fmt: Optional[str] = None,
            progress: bool = True) -> IngestReport:
     t0 = time.perf_counter()
     report = IngestReport()
-    files, missing = expand_paths(paths)
+    files, missing = expand_paths(paths, exclude=index.path)
     report.failed_files.extend(missing)
     bar = tqdm(unit=" passages", disable=not progress, dynamic_ncols=True, leave=False)
     batch = Batch(index, report, bar)
@@ -174,10 +188,12 @@ def ingest(index: Index, paths: Iterable[str | Path], fmt: Optional[str] = None,
             bar.set_description(f"file {n}/{len(files)} {path.name[:30]}")
             try:
                 _ingest_file(index, path, fmt, force, report, batch)
+            except IngestAborted:
+                raise
             except LoadError as e:
                 report.failed_files.append(Problem(str(path), str(e)))
-            except (OSError, UnicodeDecodeError, MemoryError) as e:
-                report.failed_files.append(Problem(str(path), f"{type(e).__name__}: {e}"))
+            except Exception as e:  # a loader met input it does not understand: report the file, go on
+                report.failed_files.append(Problem(str(path), f"cannot read ({type(e).__name__}: {str(e)[:300]})"))
         batch.commit()
     finally:
         bar.close()
@@ -242,11 +258,13 @@ def _ingest_file(index: Index, path: Path, fmt: Optional[str], force: bool, repo
             continue
         seg = segment_document(doc, cfg.segment)
         report.truncated_sections += seg.truncated_sections
+        in_store = store.has_document(doc.doc_id)
         if not seg.passages:
             report.record_problems.append(Problem(f"{doc.meta.origin or path}", "no text left after segmentation"))
             problems += 1
+            if in_store:  # its new version is empty: the old one must not stay searchable
+                batch.removals.add(doc.doc_id)
             continue
-        in_store = store.has_document(doc.doc_id)
         staged.append((doc.doc_id, PendingDoc(seg.doc, seg.passages, content_hash, replaces=in_store)))
         n_staged += len(seg.passages)
         if in_store or stored is not None:

@@ -212,6 +212,16 @@ def window_pieces(span: Span, cfg: SegmentConfig) -> list[Piece]:
     text = span.section.text
     limit = span.keep_chars if span.keep_chars is not None else len(text)
     sents = sentence_spans(text, 0, limit)
+    cuts = sorted(off for off, _ in span.extra_units)
+    if cuts:  # "split" overflow: no sentence crosses a unit boundary
+        split_sents = []
+        for a, b in sents:
+            for c in cuts:
+                if a < c < b:
+                    split_sents.append(_trim(text, a, c))
+                    a = _trim(text, c, b)[0]
+            split_sents.append((a, b))
+        sents = [(a, b) for a, b in split_sents if b > a]
     # very long sentences are cut at token boundaries so no passage exceeds the budget by much
     units: list[tuple[int, int, int]] = []
     for a, b in sents:
@@ -227,7 +237,9 @@ def window_pieces(span: Span, cfg: SegmentConfig) -> list[Piece]:
     i = 0
     while i < len(units):
         j, total = i, 0
-        while j < len(units) and (total + units[j][2] <= cfg.passage_tokens or j == i):
+        unit_i = _unit_at(span, units[i][0])
+        while j < len(units) and (j == i or (total + units[j][2] <= cfg.passage_tokens
+                                             and _unit_at(span, units[j][0]) == unit_i)):
             total += units[j][2]
             j += 1
         a, b = units[i][0], units[j - 1][1]

@@ -31,7 +31,7 @@ from medr2.ingest.loaders.base import (
     register,
 )
 from medr2.ingest.tree import Block, build_tree
-from medr2.schema import Document, DocumentMeta, Section, SourceType
+from medr2.schema import Document, DocumentMeta, SourceType
 
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*\n", re.S)
 _META_KEYS = {"year", "publication_types", "mesh_terms", "language", "url"}
@@ -164,7 +164,14 @@ class _HTMLText(HTMLParser):
         self.in_title = False
         self.title = ""
 
+    def _end_heading(self) -> None:
+        self.blocks.append(Block(self.level, self.heading, _squash("".join(self.buf))))
+        self.level, self.heading, self.buf = self.in_heading, " ".join("".join(self.heading_buf).split()), []
+        self.in_heading = 0
+
     def handle_starttag(self, tag, attrs):
+        if self.in_heading and (tag in self.BREAK or re.fullmatch(r"h[1-6]", tag)):
+            self._end_heading()  # an unclosed heading ends where the next block starts
         if tag in self.SKIP:
             self.skip_depth += 1
         elif tag == "title":
@@ -181,9 +188,7 @@ class _HTMLText(HTMLParser):
         elif tag == "title":
             self.in_title = False
         elif self.in_heading and tag == f"h{self.in_heading}":
-            self.blocks.append(Block(self.level, self.heading, _squash("".join(self.buf))))
-            self.level, self.heading, self.buf = self.in_heading, " ".join("".join(self.heading_buf).split()), []
-            self.in_heading = 0
+            self._end_heading()
         elif tag in self.BREAK:
             self.buf.append("\n")
 
@@ -199,6 +204,8 @@ class _HTMLText(HTMLParser):
 
     def close(self):
         super().close()
+        if self.in_heading:
+            self._end_heading()
         self.blocks.append(Block(self.level, self.heading, _squash("".join(self.buf))))
 
 
@@ -256,7 +263,8 @@ def load_pdf(path: Path, config: Config) -> Iterator[LoadItem]:
         raise LoadError(f"unreadable PDF ({type(e).__name__}: {e}); check the file or re-export it") from None
     if not any(p.strip() for p in pages):
         raise LoadError("PDF has no text layer (scanned?); run OCR first")
-    chapters = sorted({(p, t.strip()) for p, t in chapters if t and t.strip()})
+    chapters = sorted({(p, t.strip()) for p, t in chapters
+                       if t and t.strip() and isinstance(p, int) and 0 <= p < len(pages)})
     blocks: list[Block] = []
     if chapters:
         starts = [p for p, _ in chapters] + [len(pages)]

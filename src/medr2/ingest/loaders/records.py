@@ -151,7 +151,7 @@ def map_records(items: Iterable[tuple[str, Any] | Problem], build: Callable[[Any
         origin, record = item
         try:
             doc = build(record, origin)
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
             reason = str(e) if isinstance(e, ValueError) and not what else f"{type(e).__name__}: {e}"
             yield Problem(origin, f"not a {what} record ({reason})" if what else reason)
             continue
