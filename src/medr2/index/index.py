@@ -157,6 +157,8 @@ class Index:
         self._stats_cache()
 
     def _stats_cache(self) -> None:
+        """Recompute what derives from the live rows; every change of them ends here."""
+        self._filter_masks: Optional[tuple[np.ndarray, list[np.ndarray]]] = None
         self.n_live = sum(s.n_live for s in self.segments)
         total = sum(float(s.dl[s.live].sum()) for s in self.segments)
         self.avg_len = total / self.n_live if self.n_live else 1.0
@@ -282,9 +284,12 @@ class Index:
 
     # reading ------------------------------------------------------------------------------
     def _masks(self, allowed: Optional[np.ndarray]) -> list[np.ndarray]:
+        """Per-segment row masks (live and allowed); one filtered query's retrievers share them."""
         if allowed is None:
             return [s.live for s in self.segments]
-        return [s.live & np.isin(s.ids, allowed) for s in self.segments]
+        if self._filter_masks is None or self._filter_masks[0] is not allowed:
+            self._filter_masks = (allowed, [s.live & np.isin(s.ids, allowed) for s in self.segments])
+        return self._filter_masks[1]
 
     def _top_k(self, search: Callable, k: int, allowed: Optional[np.ndarray]) -> list[tuple[int, float]]:
         """Run ``search(segment, k, mask)`` on every segment and keep the best k (row id, score)."""
