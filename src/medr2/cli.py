@@ -1,4 +1,4 @@
-"""Command line: ``medr2 ingest | search | doc | index | demo | formats``.
+"""Command line: ``medr2 ingest | search | ask | doc | index | train-classifier | demo | formats``.
 
 Exit codes: 0 success, 1 failure, 2 bad usage or input, 3 partial ingestion (some files or
 records could not be read; the rest was ingested).
@@ -269,6 +269,138 @@ def index_stats(index_dir, as_json):
     d = st["disk_bytes"]
     click.echo(f"disk: store {d['store'] / 1e6:.1f} MB, segments {d['segments'] / 1e6:.1f} MB, total "
                f"{d['total'] / 1e6:.1f} MB   memory (segments): {st['memory_bytes'] / 1e6:.1f} MB")
+
+
+def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for item in pairs:
+        if "=" not in item:
+            _fail(f"--option {item!r} must look like A=\"text of option A\"", EXIT_USAGE)
+        k, v = item.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _fmt(v, nd: int = 2) -> str:
+    return "-" if v is None else (f"{v:.{nd}f}" if isinstance(v, float) else str(v))
+
+
+def print_answer(res, explain: bool) -> None:
+    """Human-readable answer, citations, evidence table and (with explain) the rounds."""
+    by_id = {r.passage_id: r for r in res.evidence}
+    click.echo(f"Q: {res.question}")
+    for k, v in res.options.items():
+        click.echo(f"   {k}. {v}")
+    c = res.classification
+    if c:
+        click.echo(f"EBM category: {c.get('ebm_category')} | question type: {c.get('question_type')} "
+                   f"({c.get('method')})")
+    if res.reformulation:
+        click.echo(f"Query: {res.reformulation.get('query')} ({res.reformulation.get('method')})")
+    flag = "  [INSUFFICIENT EVIDENCE]" if res.insufficient else ""
+    click.echo(f"\nAnswer ({res.pipeline}, {res.method}): {res.answer}{flag}")
+    if res.rationale:
+        click.echo(f"Rationale: {res.rationale}")
+    if res.citations:
+        click.echo("Citations:")
+        for pid in res.citations:
+            r = by_id.get(pid)
+            if r is not None:
+                click.echo(f"  [{r.n}] {pid} {r.title} ({r.source_type.value}, level {r.level} {r.design})")
+    for n in res.notes:
+        click.echo(f"note: {n}")
+    if res.evidence:
+        click.echo("\nEvidence (n, passage, source, level/design, doc type, f_h, f_g, f_u, F, status):")
+        rows = res.evidence if explain else [r for r in res.evidence if r.kept or r.reason.startswith("dropped")]
+        for r in rows:
+            click.echo(f"  {_fmt(r.n):>2} {r.passage_id} {r.source_type.value:<9} {r.level}/{r.design:<28} "
+                       f"{_fmt(r.doc_type):<16} {r.f_h} {_fmt(r.f_g)} {_fmt(r.f_u)} {_fmt(r.F)}  "
+                       f"{'kept' if r.kept else r.reason}  {r.title[:50]}")
+    for cf in res.conflicts:
+        click.echo(f"conflict: {cf['a']} vs {cf['b']}: {cf['reason'][:200]}"
+                   + (f" -> dropped {cf['dropped']}" if cf.get("dropped") else " -> both kept (equal level)"))
+    if explain:
+        for rd in res.rounds:
+            click.echo(f"\nround {rd.round}: query: {rd.query[:300]}")
+            click.echo(f"  coarse: {' '.join(rd.coarse_ids)}")
+            click.echo(f"  context: {' '.join(rd.context_ids)}")
+            click.echo(f"  answer: {rd.answer[:200]} | Acc={_fmt(rd.acc)} mu={_fmt(rd.mu, 4)} "
+                       f"Acc/mu={_fmt(rd.ratio)} stop={rd.stop} {rd.stop_reason}")
+        u = res.usage
+        click.echo(f"\nusage: {u.get('calls')} model calls, {u.get('prompt_tokens')} prompt + "
+                   f"{u.get('completion_tokens')} completion tokens, {u.get('wall_seconds')} s "
+                   f"(outside the LLM: {_fmt(u.get('outside_llm_share'))})")
+        for name, st in u.get("stages", {}).items():
+            click.echo(f"  {name:<15} calls {st['calls']:>3} (+{st['cached_calls']} cached) "
+                       f"tokens {st['prompt_tokens']:>6}+{st['completion_tokens']:<5} "
+                       f"llm {st['llm_seconds']:.2f}s wall {st['seconds']:.2f}s")
+
+
+@main.command()
+@click.argument("question")
+@index_opt
+@config_opt
+@click.option("--option", "option_pairs", multiple=True, metavar='A="TEXT"',
+              help="A multiple-choice option (repeat for each).")
+@click.option("--llm", "llm_spec", help="Generator: local (bundled Qwen2.5-1.5B), none, a .gguf path, "
+                                        "http(s)://HOST/v1, hf:PATH (default: llm.generator).")
+@click.option("--scorer", help="Proxy LM for usefulness (default: llm.scorer, bundled SmolLM2-135M).")
+@click.option("--pipeline", "pipeline_name", default="medr2", show_default=True,
+              type=click.Choice(["direct", "vanilla_rag", "+reformulator", "+reranker", "+cot",
+                                 "+reformulator+reranker", "+reformulator+cot", "+reranker+cot", "medr2"]))
+@click.option("--rounds", type=click.IntRange(1, 20), help="Maximum retrieval rounds T (default: assess.max_rounds).")
+@click.option("--explain", is_flag=True, help="Show every round, all coarse passages and per-stage usage.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (answer, rationale, citations, "
+                                                      "evidence, rounds, usage, ...).")
+def ask(question, index_dir, config_path, option_pairs, llm_spec, scorer, pipeline_name, rounds, explain, as_json):
+    """Answer a question from the index with cited, appraised evidence (Med-R2)."""
+    from medr2.llm.base import LLMError
+    from medr2.pipelines import Engine, Pipeline
+    from medr2.search.hybrid import QueryError
+
+    config = _load_config(config_path)
+    options = _parse_options(option_pairs)
+    if not Path(index_dir, "store.sqlite").exists():
+        _fail(f"{index_dir} is not a medr2 index; build one with `medr2 ingest PATH --index {index_dir}`", EXIT_USAGE)
+    try:
+        engine = Engine.open(index_dir, config, generator=llm_spec, scorer=scorer)
+    except LLMError as e:
+        _fail(f"{e}\n(use --llm none for the deterministic extractive path without a model)")
+    except _model_errors() as e:
+        _fail(str(e))
+    try:
+        res = Pipeline(engine, pipeline_name, rounds).run(question, options)
+    except QueryError as e:
+        _fail(str(e), EXIT_USAGE)
+    except LLMError as e:
+        _fail(str(e))
+    except _model_errors() as e:
+        _fail(str(e))
+    finally:
+        engine.close()
+    if as_json:
+        click.echo(res.model_dump_json(indent=2))
+    else:
+        print_answer(res, explain)
+
+
+@main.command("train-classifier")
+@click.option("--medquad", required=True, type=click.Path(dir_okay=False),
+              help="MedQuAD as JSON Lines (question, qtype, doc_id).")
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
+              help="Artefact to write (.npz); point formulate.classifier_path at it.")
+@click.option("--test-fraction", default=0.2, show_default=True, type=click.FloatRange(0.05, 0.5))
+def train_classifier(medquad, out_path, test_fraction):
+    """Train the offline EBM-category classifier and report its held-out accuracy."""
+    from medr2.formulate.train import TrainingDataError, train_ebm_classifier
+
+    try:
+        model, report = train_ebm_classifier(medquad, test_fraction)
+    except TrainingDataError as e:
+        _fail(str(e), EXIT_USAGE)
+    model.save(out_path)
+    click.echo(json.dumps(report, indent=2))
+    click.echo(f"wrote {out_path}")
 
 
 @main.command()

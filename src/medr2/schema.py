@@ -166,4 +166,65 @@ class SearchResult(_Model):
     timings_ms: dict[str, float] = Field(default_factory=dict)
 
 
+class EvidenceRow(_Model):
+    """One appraised passage: every factor of its fine score, and whether it reached the context."""
+
+    passage_id: str
+    doc_id: str
+    title: str = ""
+    source_type: SourceType = SourceType.other
+    heading_path: list[str] = Field(default_factory=list)
+    text: str = ""
+    coarse_rank: int = 0
+    coarse_score: Optional[float] = None
+    level: int = 9
+    design: str = "unknown"
+    level_source: str = "default"
+    doc_type: Optional[str] = None  # most probable of the 16 document types
+    f_h: int = 1
+    f_g: Optional[float] = None
+    f_u: Optional[float] = None
+    F: Optional[float] = None
+    kept: bool = False
+    reason: str = ""
+    n: Optional[int] = None  # citation number in the context
+
+
+class RoundRecord(_Model):
+    """One round of Med-R2's Algorithm 2."""
+
+    round: int
+    query: str
+    coarse_ids: list[str] = Field(default_factory=list)
+    context_ids: list[str] = Field(default_factory=list)
+    answer: str = ""
+    insufficient: bool = False
+    acc: Optional[float] = None
+    mu: Optional[float] = None
+    ratio: Optional[float] = None
+    stop: bool = False
+    stop_reason: str = ""
+
+
+class AskResult(_Model):
+    """What ``medr2 ask --json`` prints."""
+
+    question: str
+    options: dict[str, str] = Field(default_factory=dict)
+    pipeline: str = "medr2"
+    answer: str = ""
+    rationale: str = ""
+    citations: list[str] = Field(default_factory=list)
+    insufficient: bool = False
+    method: str = "llm"
+    classification: dict[str, Any] = Field(default_factory=dict)
+    reformulation: dict[str, Any] = Field(default_factory=dict)
+    evidence: list[EvidenceRow] = Field(default_factory=list)
+    conflicts: list[dict[str, Any]] = Field(default_factory=list)
+    rounds: list[RoundRecord] = Field(default_factory=list)
+    usage: dict[str, Any] = Field(default_factory=dict)
+    models: dict[str, Optional[str]] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+
+
 Section.model_rebuild()

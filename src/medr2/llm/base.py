@@ -9,9 +9,12 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
+import time
 from dataclasses import dataclass, field
-from typing import Any, Optional, Protocol
+from typing import Any, Iterator, Optional, Protocol
 
 
 class LLMError(RuntimeError):
@@ -28,16 +31,84 @@ class Usage:
     seconds: float = 0.0
     by_stage: dict[str, dict[str, float]] = field(default_factory=dict)
 
+    def _stage(self, stage: str) -> dict[str, float]:
+        return self.by_stage.setdefault(stage, {"calls": 0, "cached_calls": 0, "prompt_tokens": 0,
+                                                "completion_tokens": 0, "llm_seconds": 0.0, "seconds": 0.0})
+
     def add(self, stage: str, prompt_tokens: int, completion_tokens: int, seconds: float) -> None:
+        """One model call that really ran."""
         self.calls += 1
         self.prompt_tokens += prompt_tokens
         self.completion_tokens += completion_tokens
         self.seconds += seconds
-        s = self.by_stage.setdefault(stage, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0})
+        s = self._stage(stage)
         s["calls"] += 1
         s["prompt_tokens"] += prompt_tokens
         s["completion_tokens"] += completion_tokens
-        s["seconds"] += seconds
+        s["llm_seconds"] += seconds
+
+    def add_cached(self, stage: str) -> None:
+        """A call answered from the persistent cache (no tokens, no model time)."""
+        self._stage(stage)["cached_calls"] += 1
+
+    def add_wall(self, stage: str, seconds: float) -> None:
+        """Wall-clock time of a whole pipeline stage, model calls included."""
+        self._stage(stage)["seconds"] += seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        total = sum(s["seconds"] for s in self.by_stage.values())
+        llm = sum(s["llm_seconds"] for s in self.by_stage.values())
+        return {"calls": self.calls, "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "llm_seconds": round(self.seconds, 3), "seconds": round(total, 3),
+                "outside_llm_share": round((total - llm) / total, 4) if total > 0 else None,
+                "stages": {k: {kk: (round(vv, 3) if isinstance(vv, float) else vv) for kk, vv in v.items()}
+                           for k, v in self.by_stage.items()}}
+
+
+# The pipeline stage a model call belongs to, and the run's accounting (if a run is active).
+_STAGE: contextvars.ContextVar[str] = contextvars.ContextVar("medr2_stage", default="other")
+_RUN_USAGE: contextvars.ContextVar[Optional[Usage]] = contextvars.ContextVar("medr2_run_usage", default=None)
+
+
+@contextlib.contextmanager
+def stage(name: str) -> Iterator[None]:
+    """Attribute model calls (and, for an active run, wall time) to a named pipeline stage."""
+    token = _STAGE.set(name)
+    t = time.perf_counter()
+    try:
+        yield
+    finally:
+        _STAGE.reset(token)
+        run = _RUN_USAGE.get()
+        if run is not None:
+            run.add_wall(name, time.perf_counter() - t)
+
+
+@contextlib.contextmanager
+def track(usage: Usage) -> Iterator[Usage]:
+    """Collect every model call made inside the block into ``usage``."""
+    token = _RUN_USAGE.set(usage)
+    try:
+        yield usage
+    finally:
+        _RUN_USAGE.reset(token)
+
+
+def current_stage() -> str:
+    return _STAGE.get()
+
+
+def record(own: Optional[Usage], prompt_tokens: int, completion_tokens: int, seconds: float,
+           cached: bool = False) -> None:
+    """Account one call on the backend's own usage and on the active run's."""
+    st = current_stage()
+    for u in (own, _RUN_USAGE.get()):
+        if u is None:
+            continue
+        if cached:
+            u.add_cached(st)
+        else:
+            u.add(st, prompt_tokens, completion_tokens, seconds)
 
 
 class LLM(Protocol):
@@ -53,6 +124,38 @@ class LLM(Protocol):
         ...
 
     def count_tokens(self, text: str) -> int: ...
+
+
+def json_only_instruction(schema: dict[str, Any]) -> str:
+    """Plain-text statement of the schema, for backends that cannot constrain decoding."""
+    return ("Reply with one JSON object only, no prose, matching this JSON schema:\n"
+            + json.dumps(schema, ensure_ascii=False))
+
+
+def extract_json(text: str) -> str:
+    """The first balanced JSON object in ``text`` (models without grammar wrap it in prose or fences)."""
+    start = text.find("{")
+    if start < 0:
+        return text
+    depth, in_str, esc = 0, False, False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start:i + 1]
+    return text[start:]
 
 
 def mean_nll(logprobs: list[float]) -> float:
@@ -72,7 +175,7 @@ def structured(llm: LLM, messages: list[dict[str, str]], schema: dict[str, Any],
     for _ in range(retries + 1):
         out = llm.chat(msgs, max_tokens=max_tokens, json_schema=schema)
         try:
-            value = json.loads(out["text"])
+            value = json.loads(extract_json(out["text"]))
             jsonschema.validate(value, schema)
             return value
         except (json.JSONDecodeError, jsonschema.ValidationError) as e:

@@ -81,6 +81,9 @@ def cached(op: str) -> Callable:
             key = cache.key(self.name, op, params)
             hit = cache.get(key)
             if hit is not None:
+                from medr2.llm.base import record
+
+                record(getattr(self, "usage", None), 0, 0, 0.0, cached=True)
                 return hit
             value = fn(self, *args, **kwargs)
             cache.put(key, value)

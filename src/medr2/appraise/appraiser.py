@@ -1,0 +1,86 @@
+"""Fine appraisal of the coarse set (Med-R2): evidence level, document-type fit, usefulness,
+F = f_h * f_g * (1 + alpha * f_u), conflict filtering; every factor kept on the row.
+
+Example::
+
+    >>> from medr2.appraise.appraiser import Appraiser                         # doctest: +SKIP
+    >>> rows, conflicts = appraiser.appraise(question, {}, "factual", hits, vectors, reference)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from medr2.appraise.conflicts import Conflict, resolve
+from medr2.appraise.doc_type import doc_type_fit
+from medr2.appraise.evidence_level import EvidenceLeveler, f_h
+from medr2.appraise.fine import fine_score
+from medr2.appraise.usefulness import UsefulnessScorer
+from medr2.llm.base import LLMError, stage
+from medr2.schema import EvidenceRow, Hit
+
+
+def base_rows(hits: list[Hit], leveler: EvidenceLeveler) -> list[EvidenceRow]:
+    """Rows with the evidence level of each hit, in coarse order (no fine score yet)."""
+    rows = []
+    for rank, h in enumerate(hits, 1):
+        lv = leveler.assess(h.source_type.value, h.publication_types, h.title, h.text)
+        rows.append(EvidenceRow(passage_id=h.passage_id, doc_id=h.doc_id, title=h.title, source_type=h.source_type,
+                                heading_path=h.heading_path, text=h.text, coarse_rank=rank,
+                                coarse_score=round(float(h.score), 6), level=lv.level, design=lv.design,
+                                level_source=lv.source, f_h=f_h(lv.level)))
+    return rows
+
+
+class Appraiser:
+    def __init__(self, leveler: EvidenceLeveler, doc_typer, usefulness: Optional[UsefulnessScorer], conflicts,
+                 expected_doc_types: dict[str, list[str]], alpha: float = 1.0):
+        self.leveler = leveler
+        self.doc_typer = doc_typer
+        self.usefulness = usefulness
+        self.conflicts = conflicts
+        self.expected = expected_doc_types
+        self.alpha = alpha
+
+    def appraise(self, question: str, options: dict[str, str], question_type: str, hits: list[Hit],
+                 vectors: Optional[np.ndarray], reference: Optional[str], notes: list[str]
+                 ) -> tuple[list[EvidenceRow], list[Conflict]]:
+        with stage("evidence_level"):
+            rows = base_rows(hits, self.leveler)
+        if not rows:
+            return rows, []
+        with stage("doc_type"):
+            dists = self.doc_typer.distributions([r.text for r in rows], vectors)
+        expected = self.expected.get(question_type) or self.expected.get("factual", [])
+        for r, d in zip(rows, dists):
+            r.doc_type = max(d, key=d.get)
+            r.f_g = round(doc_type_fit(d, expected), 6)
+        fus = [0.0] * len(rows)
+        if self.usefulness is not None and reference:
+            with stage("usefulness"):
+                try:
+                    _, fus = self.usefulness.score(question, options, [r.text for r in rows], reference)
+                except LLMError as e:
+                    notes.append(f"usefulness not computed ({e}); f_u = 0 for every passage")
+                    fus = [0.0] * len(rows)
+        elif self.usefulness is not None:
+            notes.append("no reference answer (no generator): f_u = 0 for every passage")
+        for r, fu in zip(rows, fus):
+            r.f_u = round(fu, 6)
+            r.F = fine_score(r.f_h, r.f_g, r.f_u, self.alpha)
+        rows.sort(key=lambda r: (-(r.F or 0.0), r.coarse_rank))
+        found: list[Conflict] = []
+        if self.conflicts is not None:
+            with stage("conflicts"):
+                pairs = self.conflicts.pairs([(r.passage_id, r.text) for r in rows],
+                                             {r.passage_id: r.doc_id for r in rows})
+                found = resolve(pairs, {r.passage_id: r.level for r in rows})
+            by_id = {r.passage_id: r for r in rows}
+            for c in found:
+                if c.dropped:
+                    keep = c.b if c.dropped == c.a else c.a
+                    by_id[c.dropped].reason = (f"dropped: conflicts with {keep} (level {by_id[keep].level} beats "
+                                               f"{by_id[c.dropped].level}); {c.reason}")
+        return rows, found

@@ -1,0 +1,41 @@
+"""LLM-scored pointwise coarse reranker: P("yes") that the passage helps answer the question,
+from the log-probabilities of the continuations " yes" and " no" (no cross-encoder ships on
+PyPI, so this is the offline option).
+
+Example::
+
+    >>> from medr2.appraise.llm_rerank import p_yes
+    >>> round(p_yes(-0.1, -2.4), 3)
+    0.909
+"""
+
+from __future__ import annotations
+
+import math
+
+from medr2.llm.base import LLM
+from medr2.schema import Hit
+
+
+def p_yes(logp_yes: float, logp_no: float) -> float:
+    m = max(logp_yes, logp_no)
+    a, b = math.exp(logp_yes - m), math.exp(logp_no - m)
+    return a / (a + b)
+
+
+class LLMPointwiseReranker:
+    def __init__(self, llm: LLM, max_passage_words: int = 250):
+        self.llm = llm
+        self.max_passage_words = max_passage_words
+        self.name = f"llm-pointwise:{getattr(llm, 'name', 'llm')}"
+
+    def rerank(self, query: str, hits: list[Hit], top_n: int) -> list[Hit]:
+        from medr2.apply.prompts import relevance_prompt
+
+        for h in hits:
+            prompt = relevance_prompt(query, " ".join(h.text.split()[: self.max_passage_words]))
+            yes = sum(self.llm.continuation_logprobs(prompt, " yes"))
+            no = sum(self.llm.continuation_logprobs(prompt, " no"))
+            h.scores["rerank"] = round(p_yes(yes, no), 6)
+            h.score = float(h.scores["rerank"])
+        return sorted(hits, key=lambda h: -h.score)[:top_n]

@@ -1,0 +1,365 @@
+"""Named QA pipelines sharing one set of components (FlashRAG-style: a method is a few flags on
+one base, not a copy).
+
+* ``direct`` - the generator alone, no retrieval.
+* ``vanilla_rag`` - hybrid retrieval, coarse order, context packing, answer.
+* ``+reformulator``, ``+reranker`` (fine EBM rerank with conflicts), ``+cot`` and their pairs
+  (Med-R2 Table 10 ablations, each on top of vanilla RAG).
+* ``medr2`` - all three plus the iterative loop with the stop rule (Algorithm 2).
+
+Example::
+
+    >>> from medr2.pipelines import PIPELINES
+    >>> sorted(PIPELINES)[:3]
+    ['+cot', '+reformulator', '+reformulator+cot']
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from medr2.appraise.appraiser import Appraiser, base_rows
+from medr2.appraise.coarse import load_reranker
+from medr2.appraise.conflicts import LLMConflicts, RuleConflicts
+from medr2.appraise.doc_type import EmbeddingDocTyper, LLMDocTyper
+from medr2.appraise.evidence_level import EvidenceLeveler
+from medr2.appraise.llm_rerank import LLMPointwiseReranker
+from medr2.appraise.usefulness import UsefulnessScorer
+from medr2.apply.answer import Answer, CitedAnswerer, EvidenceItem, direct_answer
+from medr2.apply.pack import pack
+from medr2.assess.stop_rule import answer_agreement, mean_shift, should_stop
+from medr2.config import Config
+from medr2.formulate.classify import LLMClassifier, OfflineClassifier, classify_with_fallback
+from medr2.formulate.reformulate import LLMReformulator, OfflineReformulator, Reformulation
+from medr2.index.index import Index
+from medr2.ingest.loaders.base import detect_language
+from medr2.llm.base import LLM, LLMError, Usage, stage, structured, track
+from medr2.llm.cache import LLMCache
+from medr2.schema import AskResult, EvidenceRow, Hit, RoundRecord
+from medr2.search.fusion import fuse
+from medr2.search.hybrid import HybridSearcher, QueryError, validate_query
+
+
+@dataclass(frozen=True)
+class Settings:
+    retrieve: bool = True
+    reformulate: bool = False
+    fine_rerank: bool = False
+    cot: bool = False
+    iterate: bool = False
+
+
+PIPELINES: dict[str, Settings] = {
+    "direct": Settings(retrieve=False),
+    "vanilla_rag": Settings(),
+    "+reformulator": Settings(reformulate=True),
+    "+reranker": Settings(fine_rerank=True),
+    "+cot": Settings(cot=True),
+    "+reformulator+reranker": Settings(reformulate=True, fine_rerank=True),
+    "+reformulator+cot": Settings(reformulate=True, cot=True),
+    "+reranker+cot": Settings(fine_rerank=True, cot=True),
+    "medr2": Settings(reformulate=True, fine_rerank=True, cot=True, iterate=True),
+}
+
+# Tokens reserved in the generator's window for the instructions, demonstrations and answer.
+PROMPT_OVERHEAD_TOKENS = 900
+
+
+def validate_options(options: Optional[dict[str, str]]) -> dict[str, str]:
+    out = {}
+    for k, v in (options or {}).items():
+        key = str(k).strip().upper()
+        if not (len(key) == 1 and key.isalpha()):
+            raise QueryError(f"option key {k!r} must be one letter (A, B, C, ...)")
+        if not str(v).strip():
+            raise QueryError(f"option {key} has no text")
+        out[key] = str(v).strip()
+    if len(out) == 1:
+        raise QueryError("a multiple-choice question needs at least two options")
+    return out
+
+
+class Engine:
+    """The components every pipeline draws from, built once per index and model set."""
+
+    def __init__(self, index: Index, config: Config, generator: Optional[LLM], scorer: Optional[LLM],
+                 cache: Optional[LLMCache] = None):
+        self.index = index
+        self.config = config
+        self.generator = generator
+        self.scorer = scorer
+        self.cache = cache
+        cfg = config
+        method = cfg.formulate.method
+        use_llm = generator is not None and method in ("auto", "llm")
+        if method == "llm" and generator is None:
+            raise LLMError("formulate.method = 'llm' needs a generator; set llm.generator or use 'offline'")
+        self.offline_classifier = OfflineClassifier.load(cfg.formulate.classifier_path)
+        self.classifier = LLMClassifier(generator, cfg.llm.json_retries) if use_llm else self.offline_classifier
+        self._offline_reformulator: Optional[OfflineReformulator] = None
+        self.reformulator = LLMReformulator(generator, cfg.llm.json_retries) if use_llm else None
+        coarse = LLMPointwiseReranker(generator) if (cfg.appraise.llm_rerank and generator is not None) else None
+        self.searcher = HybridSearcher(index, cfg, reranker=coarse or load_reranker(cfg.rerank, cfg.dense.device))
+        self.leveler = EvidenceLeveler(cfg.appraise.levels, cfg.appraise.unknown_level,
+                                       generator if cfg.appraise.level_llm else None)
+        self._appraiser: Optional[Appraiser] = None
+        self.answerer_cot = CitedAnswerer(generator, True, cfg.apply.few_shot, cfg.apply.max_answer_tokens,
+                                          cfg.llm.json_retries)
+        self.answerer_plain = CitedAnswerer(generator, False, cfg.apply.few_shot, cfg.apply.max_answer_tokens,
+                                            cfg.llm.json_retries)
+
+    @classmethod
+    def open(cls, index_path: str | Path, config: Optional[Config] = None, generator: Optional[str] = None,
+             scorer: Optional[str] = None) -> "Engine":
+        from medr2.llm.factory import load_llm, open_cache
+
+        index = Index.open(index_path, config)
+        cfg = index.config
+        cache = open_cache(cfg.llm, index_path)
+        import os
+
+        gen_spec = generator if generator is not None else (os.environ.get("MEDR2_LLM_URL") or cfg.llm.generator)
+        gen = load_llm(gen_spec, cfg.llm, cache)
+        sc = load_llm(scorer if scorer is not None else cfg.llm.scorer, cfg.llm, cache) if cfg.appraise.usefulness else None
+        return cls(index, cfg, gen, sc, cache)
+
+    def close(self) -> None:
+        self.index.close()
+        if self.cache is not None:
+            self.cache.close()
+
+    @property
+    def offline_reformulator(self) -> OfflineReformulator:
+        if self._offline_reformulator is None:
+            from medr2.formulate.terms import load_table
+
+            f = self.config.formulate
+            table = load_table(f.terminologies, f.synonym_files) if (f.terminologies or f.synonym_files) else None
+            self._offline_reformulator = OfflineReformulator(table, f.max_synonyms)
+        return self._offline_reformulator
+
+    @property
+    def appraiser(self) -> Appraiser:
+        if self._appraiser is None:
+            a = self.config.appraise
+            typer = (LLMDocTyper(self.generator) if a.doc_type_method == "llm" and self.generator is not None
+                     else EmbeddingDocTyper(self.index.encoder, a.doc_type_temperature))
+            useful = UsefulnessScorer(self.scorer) if (a.usefulness and self.scorer is not None) else None
+            conflicts = {"rules": RuleConflicts(), "off": None}.get(a.conflicts) if a.conflicts != "llm" else (
+                LLMConflicts(self.generator) if self.generator is not None else RuleConflicts())
+            self._appraiser = Appraiser(self.leveler, typer, useful, conflicts, self.config.formulate.expected_doc_types,
+                                        a.alpha)
+        return self._appraiser
+
+    def model_names(self) -> dict[str, Optional[str]]:
+        return {"generator": getattr(self.generator, "name", None), "scorer": getattr(self.scorer, "name", None),
+                "dense": self.config.dense.model, "coarse_reranker": self.searcher.reranker.name}
+
+    # -- retrieval: union of dense + sparse, fused, coarse rerank to top k ----------------------
+    def coarse(self, query: str, k: int) -> list[Hit]:
+        cands = self.searcher.candidates(query)
+        cfg = self.config
+        ranked = fuse(cands, cfg.fusion.method, cfg.fusion.rrf_k, cfg.fusion.dense_weight)
+        pool = ranked[: max(k, cfg.rerank.top_n)]
+        hits = self.searcher.hits([i for i, _ in pool], cands)
+        with stage("coarse_rerank"):
+            return self.searcher.reranker.rerank(query, hits, k)
+
+    def index_languages(self) -> set[str]:
+        return {k for k, v in self.index.store.counts().get("languages", {}).items() if v}
+
+
+class Pipeline:
+    def __init__(self, engine: Engine, name: str = "medr2", rounds: Optional[int] = None):
+        if name not in PIPELINES:
+            raise ValueError(f"unknown pipeline {name!r}; choose from {', '.join(PIPELINES)}")
+        self.engine = engine
+        self.name = name
+        self.s = PIPELINES[name]
+        self.rounds = rounds if rounds is not None else (engine.config.assess.max_rounds if self.s.iterate else 1)
+        if self.rounds < 1:
+            raise ValueError("rounds must be at least 1")
+
+    def run(self, question: str, options: Optional[dict[str, str]] = None) -> AskResult:
+        e, cfg = self.engine, self.engine.config
+        question = validate_query(question, cfg.query.max_query_chars)
+        options = validate_options(options)
+        usage = Usage()
+        res = AskResult(question=question, options=options, pipeline=self.name, models=e.model_names())
+        t0 = time.perf_counter()
+        with track(usage):
+            if not self.s.retrieve:
+                with stage("generate"):
+                    ans = direct_answer(e.generator, question, options, self.s.cot, cfg.apply.max_answer_tokens)
+                self._finish(res, ans)
+            else:
+                self._rag(question, options, res)
+        res.usage = usage.to_dict() | {"wall_seconds": round(time.perf_counter() - t0, 3)}
+        return res
+
+    def _formulate(self, question: str, res: AskResult, language: str = "") -> tuple[str, str]:
+        e = self.engine
+        with stage("classify"):
+            cls, note = classify_with_fallback(e.classifier, e.offline_classifier, question)
+        if note:
+            res.notes.append(note)
+        res.classification = cls.to_dict()
+        query = question
+        if self.s.reformulate:
+            with stage("reformulate"):
+                ref: Optional[Reformulation] = None
+                if e.reformulator is not None:
+                    try:
+                        ref = e.reformulator.reformulate(question, cls.ebm_category, language)
+                    except LLMError as err:
+                        res.notes.append(f"LLM reformulation failed ({err}); used the offline reformulator")
+                if ref is None:
+                    ref = e.offline_reformulator.reformulate(question, cls.ebm_category)
+            res.reformulation = ref.to_dict()
+            query = validate_query(ref.query, e.config.query.max_query_chars)
+        return query, cls.question_type
+
+    def _rag(self, question: str, options: dict[str, str], res: AskResult) -> None:
+        e, cfg = self.engine, self.engine.config
+        qlang = detect_language(question)
+        langs = e.index_languages()
+        if not langs:
+            self._finish(res, Answer("Insufficient evidence: the index is empty; ingest documents first "
+                                     "(medr2 ingest PATH --index DIR).", insufficient=True, method="rule"))
+            return
+        names = {"en": "English", "zh": "Chinese"}
+        target = names.get(sorted(langs)[0], "") if qlang not in langs and len(langs) == 1 else ""
+        query, qtype = self._formulate(question, res, target)
+        if qlang not in langs and not (res.reformulation.get("method") == "llm" and detect_language(query) in langs):
+            self._finish(res, Answer(
+                f"Insufficient evidence: the question is in '{qlang}' but the index holds only "
+                f"{sorted(langs)} passages; ask in that language or ingest sources in '{qlang}'.",
+                insufficient=True, method="rule"))
+            return
+        answerer = e.answerer_cot if self.s.cot else e.answerer_plain
+        budget = self._budget()
+        reference: Optional[str] = None
+        if self.s.fine_rerank and e.appraiser.usefulness is not None and e.generator is not None:
+            with stage("draft"):
+                reference = self._draft(question, options, res)
+        prev_vecs: Optional[np.ndarray] = None
+        answers: list[str] = []
+        ans: Optional[Answer] = None
+        rows: list[EvidenceRow] = []
+        for t in range(1, self.rounds + 1):
+            rq = query if t == 1 or ans is None or not ans.rationale else \
+                validate_query(f"{query} {ans.rationale}"[: cfg.query.max_query_chars], cfg.query.max_query_chars)
+            rec = RoundRecord(round=t, query=rq)
+            with stage("retrieve"):
+                hits = e.coarse(rq, cfg.appraise.coarse_k)
+            rec.coarse_ids = [h.passage_id for h in hits]
+            vecs = None
+            if hits and (self.s.fine_rerank or self.s.iterate):
+                with stage("embed"):
+                    vecs = np.asarray(e.index.encoder.encode_passages([h.text for h in hits]), dtype=np.float32)
+            notes: list[str] = []
+            if self.s.fine_rerank:
+                rows, conflicts = e.appraiser.appraise(question, options, qtype, hits, vecs, reference, notes)
+                res.conflicts = [c.to_dict() for c in conflicts]
+                unresolved = [c for c in conflicts if c.dropped is None]
+                if unresolved:
+                    notes.append(f"{len(unresolved)} conflict(s) between passages of equal evidence level were kept: "
+                                 "the evidence disagrees")
+            else:
+                with stage("evidence_level"):
+                    rows = base_rows(hits, e.leveler)
+            with stage("pack"):
+                evidence = self._pack(rows, budget)
+            with stage("generate"):
+                try:
+                    ans = answerer.answer(question, options, evidence)
+                except LLMError as err:
+                    ans = Answer(f"Insufficient evidence: the generator failed ({err}).", insufficient=True,
+                                 method="error", notes=[str(err)])
+            ans.notes = notes + ans.notes
+            rec.context_ids = [x.passage_id for x in evidence]
+            rec.answer, rec.insufficient = ans.answer, ans.insufficient
+            if self.s.iterate:
+                with stage("assess"):
+                    self._assess(rec, vecs, prev_vecs, answers, bool(options), t)
+                prev_vecs = vecs if vecs is not None else np.zeros((0, 1), dtype=np.float32)
+            answers.append(ans.answer)
+            res.rounds.append(rec)
+            if rec.stop:
+                break
+            if self.s.fine_rerank and self.s.iterate and e.appraiser.usefulness is not None and ans.method == "llm":
+                reference = ans.answer if not options else f"{ans.answer}. {options.get(ans.answer, '')}"
+        if self.s.iterate and res.rounds and not res.rounds[-1].stop:
+            res.rounds[-1].stop_reason = f"reached T = {self.rounds} rounds"
+        res.evidence = rows
+        self._finish(res, ans)
+
+    def _assess(self, rec: RoundRecord, vecs, prev_vecs, answers: list[str], mc: bool, t: int) -> None:
+        if t == 1 or prev_vecs is None:
+            return
+        cur = vecs if vecs is not None else np.zeros((0, 1), dtype=np.float32)
+        rec.mu = mean_shift(prev_vecs, cur)
+        rec.acc = round(answer_agreement(rec.answer, answers, mc), 4)
+        rec.ratio = None if rec.mu in (0.0, float("inf")) else round(rec.acc / rec.mu, 4)
+        rec.mu = None if rec.mu == float("inf") else round(rec.mu, 6)
+        delta = self.engine.config.assess.delta
+        rec.stop = should_stop(rec.acc, rec.mu if rec.mu is not None else float("inf"), delta)
+        if rec.stop:
+            rec.stop_reason = (f"Acc/mu = {rec.ratio} > delta = {delta}" if rec.ratio is not None
+                               else "same evidence as the previous round and a consistent answer")
+
+    def _draft(self, question: str, options: dict[str, str], res: AskResult) -> Optional[str]:
+        """The generator's own answer without evidence: the usefulness reference (never a gold label)."""
+        from medr2.apply.answer import answer_schema
+        from medr2.apply.prompts import draft_messages
+
+        try:
+            out = structured(self.engine.generator, draft_messages(question, options),
+                             answer_schema(0, options, cot=False, with_evidence=False), max_tokens=120)
+        except LLMError as err:
+            res.notes.append(f"no draft answer for usefulness ({err}); f_u = 0")
+            return None
+        a = str(out["answer"]).strip()
+        return f"{a}. {options[a]}" if options and a in options else a
+
+    def _budget(self) -> int:
+        cfg = self.engine.config
+        w = cfg.appraise.context_tokens
+        n_ctx = getattr(self.engine.generator, "n_ctx", None)
+        if n_ctx:
+            w = min(w, int(n_ctx) - PROMPT_OVERHEAD_TOKENS - cfg.apply.max_answer_tokens)
+        return max(w, 128)
+
+    def _count(self, text: str) -> int:
+        g = self.engine.generator
+        if g is not None:
+            return int(g.count_tokens(text)) + 24  # + the evidence header
+        from medr2.ingest.segment import count_tokens
+
+        return int(count_tokens(text) * 1.3) + 24
+
+    def _pack(self, rows: list[EvidenceRow], budget: int) -> list[EvidenceItem]:
+        eligible = [r for r in rows if not r.reason.startswith("dropped")]
+        chosen = set(pack([(r.passage_id, self._count(r.text)) for r in eligible], budget))
+        items, n = [], 0
+        for r in rows:
+            if r.passage_id in chosen:
+                n += 1
+                r.kept, r.n, r.reason = True, n, "in context"
+                items.append(EvidenceItem(n, r.passage_id, r.title, r.source_type.value, r.level, r.text))
+            elif not r.reason:
+                r.kept, r.reason = False, f"outside the context window (w = {budget} tokens)"
+        return items
+
+    @staticmethod
+    def _finish(res: AskResult, ans: Optional[Answer]) -> None:
+        if ans is None:
+            return
+        res.answer, res.rationale, res.citations = ans.answer, ans.rationale, ans.citations
+        res.insufficient, res.method = ans.insufficient, ans.method
+        res.notes.extend(ans.notes)
