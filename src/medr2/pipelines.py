@@ -100,6 +100,7 @@ class Engine:
         if method == "llm" and generator is None:
             raise LLMError("formulate.method = 'llm' needs a generator; set llm.generator or use 'offline'")
         self.offline_classifier = OfflineClassifier.load(cfg.formulate.classifier_path)
+        self.offline_classifier.min_confidence = cfg.formulate.classifier_min_confidence
         self.classifier = LLMClassifier(generator, cfg.llm.json_retries) if use_llm else self.offline_classifier
         self._offline_reformulator: Optional[OfflineReformulator] = None
         self.reformulator = LLMReformulator(generator, cfg.llm.json_retries) if use_llm else None

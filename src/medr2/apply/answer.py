@@ -108,9 +108,20 @@ class CitedAnswerer:
                           insufficient=True, method="rule", notes=["no evidence passed appraisal"])
         if self.llm is None:
             return extractive_answer(question, options, evidence)
+        items = [e.prompt_dict() for e in evidence]
         schema = answer_schema(len(evidence), options, self.cot)
-        msgs = answer_messages(question, options, [e.prompt_dict() for e in evidence], self.cot, self.few_shot)
-        out = structured(self.llm, msgs, schema, max_tokens=self.max_tokens, retries=self.retries)
+        msgs = answer_messages(question, options, items, self.cot, self.few_shot)
+        try:
+            out = structured(self.llm, msgs, schema, max_tokens=self.max_tokens, retries=self.retries)
+        except LLMError as e:
+            if not self.cot:
+                raise
+            # bounded repair: a rationale that overran max_tokens leaves invalid JSON; answer without it
+            out = structured(self.llm, answer_messages(question, options, items, False, self.few_shot),
+                             answer_schema(len(evidence), options, False), max_tokens=self.max_tokens, retries=0)
+            ans = finish(out, evidence, options)
+            ans.notes.insert(0, f"no valid chain of thought ({str(e)[:160]}); answered without one")
+            return ans
         return finish(out, evidence, options)
 
 

@@ -104,8 +104,9 @@ _EBM_CUES: list[tuple[str, re.Pattern]] = [
                               re.I)),
     ("diagnosis", re.compile(r"\b(diagnos\w*|test(s|ing)?|screen\w*|sensitivity|specificity|imaging|biopsy|"
                              r"work-?up|detect\w*|differential)\b", re.I)),
-    ("prognosis", re.compile(r"\b(prognos\w*|outlook|survival|long-term|mortality|life expectancy|recurrence|"
-                             r"outcomes?|course of)\b", re.I)),
+    ("prognosis", re.compile(r"\b(prognos\w*|outlook|surviv\w*|long-term|mortality|life expectancy|recurr\w*|"
+                             r"outcomes?|course of|declines?|progress(es|ion)?|how fast|chances? of|"
+                             r"likely to (recover|survive|die))\b", re.I)),
     ("etiology", re.compile(r"\b(caus\w*|risk factors?|etiolog\w*|aetiolog\w*|genetic\w*|inherit\w*|"
                             r"pathogen\w*|associated with)\b", re.I)),
     ("therapy", re.compile(r"\b(treat\w*|therap\w*|drugs?|dos(e|es|ing|age)|manag\w*|prescri\w*|medication\w*|"
@@ -144,6 +145,7 @@ class OfflineClassifier:
                  classes: list[str], n_max: int, meta: dict[str, Any]):
         self.vocab, self.idf, self.coef, self.intercept = vocab, idf, coef, intercept
         self.classes, self.n_max, self.meta = classes, n_max, meta
+        self.min_confidence = 0.9
 
     @classmethod
     def load(cls, path: str | Path = "") -> "OfflineClassifier":
@@ -187,7 +189,8 @@ class OfflineClassifier:
         p = z / z.sum()
         return {c: float(v) for c, v in zip(self.classes, p)}
 
-    def classify(self, question: str, min_confidence: float = 0.6) -> Classification:
+    def classify(self, question: str, min_confidence: Optional[float] = None) -> Classification:
+        min_confidence = self.min_confidence if min_confidence is None else min_confidence
         method = self.name
         if is_cost_question(question):
             cat, conf, method = "cost", None, "offline:cost-cue"

@@ -42,7 +42,7 @@ CATEGORY_FOCUS = {
 CATEGORY_CUES = {
     "diagnosis": ["diagnosis", "test", "accuracy", "sensitivity", "specificity"],
     "therapy": ["treatment", "effectiveness", "safety", "comparison"],
-    "prognosis": ["prognosis", "long-term", "outcomes", "survival"],
+    "prognosis": ["prognosis", "long-term", "outcomes", "survival", "course", "rate", "per year"],
     "etiology": ["causes", "risk", "factors", "genetics"],
     "prevention": ["prevention", "effectiveness", "preventive"],
     "cost": ["cost-effectiveness", "cost", "economic"],

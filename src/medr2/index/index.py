@@ -103,7 +103,7 @@ class Index:
                     store.set_meta("created", str(time.time()))
             else:
                 saved = Config.model_validate_json(stored)
-                config = saved if config is None else _bind(saved, config, path)
+                config = _bind(saved, config or Config(), path)
             return cls(path, config, store, writable or create, lock_fh)
         except BaseException as e:
             if store is not None:

@@ -60,7 +60,7 @@ class Usage:
         llm = sum(s["llm_seconds"] for s in self.by_stage.values())
         return {"calls": self.calls, "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
                 "llm_seconds": round(self.seconds, 3), "seconds": round(total, 3),
-                "outside_llm_share": round((total - llm) / total, 4) if total > 0 else None,
+                "outside_llm_share": round(min(max((total - llm) / total, 0.0), 1.0), 4) if total > 0 else None,
                 "stages": {k: {kk: (round(vv, 3) if isinstance(vv, float) else vv) for kk, vv in v.items()}
                            for k, v in self.by_stage.items()}}
 

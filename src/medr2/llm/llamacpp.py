@@ -132,7 +132,11 @@ class LlamaCppLLM:
         self.seed = seed
         self._gen = None
         self._scorer = None
-        self._vocab = self._load(vocab_only=True)
+        # the vocabulary-only context has no training length, and llama.cpp warns about that on stderr
+        from llama_cpp._utils import suppress_stdout_stderr
+
+        with suppress_stdout_stderr(disable=False):
+            self._vocab = self._load(vocab_only=True)
 
     def _load(self, **kw):
         try:

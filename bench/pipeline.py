@@ -1,0 +1,275 @@
+"""Benchmarks of the Med-R2 pipeline (issue 3) on ../shared/data; prints markdown tables.
+
+Sections (``--only`` picks some):
+
+* ``classifier`` - EBM category accuracy of the offline classifier on held-out MedQuAD questions
+  (split by document, as trained) and on 84 hand-written clinical questions
+  (bench/data/ebm_questions_handwritten.jsonl), with its confidence-threshold sweep; question-type
+  cue rules on the hand-written set; the LLM classifier (bundled Qwen) on the same hand-written
+  questions and a fixed sample of the held-out MedQuAD questions.
+* ``levels`` - evidence-level detector on 80 hand-labelled PubMedQA abstracts
+  (bench/data/evidence_levels_pubmedqa.jsonl): text cues alone, and cues with the LLM as fallback.
+* ``retrieval`` - nDCG@10 / Recall@10 of plain hybrid search versus the Med-R2 formulation and
+  appraisal stages (offline reformulation; fine rerank F = f_h * f_g over a coarse set of 20) on
+  the core retrieval benchmark's corpus (small scale).
+* ``latency`` - per-stage seconds, calls and tokens of ``medr2`` on demo questions with the bundled
+  Qwen2.5-1.5B generator and SmolLM2 scorer on this machine; share of time outside the LLM.
+
+Usage::
+
+    python bench/pipeline.py                       # everything (~45 minutes on 2 cores)
+    python bench/pipeline.py --only classifier levels --llm-sample 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from medr2.config import Config  # noqa: E402
+
+DATA = Path(os.environ.get("MEDR2_SHARED_DATA", ROOT.parent / "shared" / "data"))
+HERE = Path(__file__).parent
+OUT = HERE / "out"
+
+
+def table(rows: list[list], header: list[str]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def load_generator(spec: str, cache_dir: Path):
+    from medr2.llm.cache import LLMCache
+    from medr2.llm.factory import load_llm
+
+    cfg = Config().llm
+    cfg.n_ctx = 4096
+    return load_llm(spec, cfg, LLMCache(cache_dir / "llm-cache.sqlite"))
+
+
+# -- classifier --------------------------------------------------------------------------------
+def bench_classifier(args, results: dict) -> None:
+    from medr2.formulate.classify import LLMClassifier, OfflineClassifier, question_type_by_cues
+    from medr2.formulate.train import held_out
+    from medr2.llm.base import LLMError
+
+    off = OfflineClassifier.load()
+    mq = held_out(DATA / "corpora" / "medquad" / "medquad.jsonl")
+    hw = [json.loads(x) for x in (HERE / "data" / "ebm_questions_handwritten.jsonl").read_text().splitlines() if x]
+    acc_mq = sum(off.classify(q).ebm_category == y for q, y in mq) / len(mq)
+    acc_hw = sum(off.classify(r["question"]).ebm_category == r["ebm_category"] for r in hw) / len(hw)
+    qt_hw = sum(question_type_by_cues(r["question"]) == r["question_type"] for r in hw) / len(hw)
+    sweep = [[th if th <= 1 else "cues always", round(sum(off.classify(r["question"], th).ebm_category ==
+                                                          r["ebm_category"] for r in hw) / len(hw), 3)]
+             for th in (0.0, 0.6, 0.8, 0.9, 1.01)]
+    res = {"offline_medquad_heldout": {"n": len(mq), "accuracy": round(acc_mq, 4)},
+           "offline_handwritten": {"n": len(hw), "accuracy": round(acc_hw, 4)},
+           "question_type_rules_handwritten": round(qt_hw, 4), "threshold_sweep": sweep}
+    rng = random.Random(7)
+    sample = rng.sample(mq, min(args.llm_sample, len(mq)))
+    if not args.skip_llm:
+        gen = load_generator(args.llm, args.cache_dir)
+        clf = LLMClassifier(gen)
+
+        def run(items):
+            ok = qt = fail = 0
+            t = time.perf_counter()
+            for q, y, ty in items:
+                try:
+                    c = clf.classify(q)
+                except LLMError:
+                    fail += 1
+                    continue
+                ok += c.ebm_category == y
+                qt += ty is not None and c.question_type == ty
+            return ok / len(items), qt / len(items), fail, (time.perf_counter() - t) / len(items)
+
+        a, b, f, s = run([(r["question"], r["ebm_category"], r["question_type"]) for r in hw])
+        res["llm_handwritten"] = {"n": len(hw), "accuracy": round(a, 4), "question_type": round(b, 4),
+                                  "failures": f, "s_per_question": round(s, 2)}
+        a, _, f, s = run([(q, y, None) for q, y in sample])
+        off_s = sum(off.classify(q).ebm_category == y for q, y in sample) / len(sample)
+        res["llm_medquad_sample"] = {"n": len(sample), "accuracy": round(a, 4), "offline_on_same": round(off_s, 4),
+                                     "failures": f, "s_per_question": round(s, 2)}
+    results["classifier"] = res
+    rows = [["offline (MedQuAD-trained + cues)", f"held-out MedQuAD ({len(mq)})", res["offline_medquad_heldout"]["accuracy"]],
+            ["offline (MedQuAD-trained + cues)", f"hand-written ({len(hw)})", res["offline_handwritten"]["accuracy"]]]
+    if "llm_handwritten" in res:
+        rows += [[f"LLM ({args.llm})", f"hand-written ({len(hw)})", res["llm_handwritten"]["accuracy"]],
+                 [f"LLM ({args.llm})", f"MedQuAD held-out sample ({len(sample)})", res["llm_medquad_sample"]["accuracy"]],
+                 ["offline", f"same MedQuAD sample ({len(sample)})", res["llm_medquad_sample"]["offline_on_same"]]]
+    print("\n### EBM category classification\n")
+    print(table(rows, ["classifier", "questions", "accuracy"]))
+    print(f"\nQuestion type (12 types), hand-written set: cue rules {qt_hw:.3f}"
+          + (f"; LLM {res['llm_handwritten']['question_type']:.3f}" if "llm_handwritten" in res else ""))
+    print("\nOffline confidence threshold (below it the category cue terms decide), hand-written set:\n")
+    print(table(sweep, ["min confidence", "accuracy"]))
+
+
+# -- evidence levels ---------------------------------------------------------------------------
+def bench_levels(args, results: dict) -> None:
+    from medr2.appraise.evidence_level import EvidenceLeveler
+
+    lab = [json.loads(x) for x in (HERE / "data" / "evidence_levels_pubmedqa.jsonl").read_text().splitlines() if x]
+    pq = json.loads((DATA / "benchmarks" / "pubmedqa" / "ori_pqal.json").read_text())
+    levels = Config().appraise.levels
+    out = {}
+    variants = [("text cues", None)]
+    if not args.skip_llm:
+        variants.append((f"text cues + LLM fallback ({args.llm})", load_generator(args.llm, args.cache_dir)))
+    rows = []
+    for name, llm in variants:
+        lv = EvidenceLeveler(levels, 9, llm)
+        exact = level_ok = decided = 0
+        t = time.perf_counter()
+        conf = Counter()
+        for r in lab:
+            e = lv.assess("paper", [], "", " ".join(pq[r["pmid"]]["CONTEXTS"]))
+            gold_level = levels.get(r["design"], 9)
+            exact += e.design == r["design"]
+            level_ok += e.level == gold_level
+            decided += e.source != "default"
+            conf[(r["design"], e.design)] += 1
+        n = len(lab)
+        out[name] = {"n": n, "design_accuracy": round(exact / n, 4), "level_accuracy": round(level_ok / n, 4),
+                     "decided": round(decided / n, 4), "seconds": round(time.perf_counter() - t, 1),
+                     "confusions": [[g, p, c] for (g, p), c in conf.most_common(12)]}
+        rows.append([name, n, out[name]["design_accuracy"], out[name]["level_accuracy"], out[name]["decided"]])
+    results["levels"] = out
+    print("\n### Evidence-level detector (80 hand-labelled PubMedQA abstracts, metadata withheld)\n")
+    print(table(rows, ["detector", "abstracts", "design accuracy", "level accuracy", "share decided"]))
+
+
+# -- retrieval ---------------------------------------------------------------------------------
+def bench_retrieval(args, results: dict) -> None:
+    spec = importlib.util.spec_from_file_location("bench_retrieval", HERE / "retrieval.py")
+    br = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(br)
+    from medr2.eval.retrieval_metrics import mean, ndcg_at_k, recall_at_k
+    from medr2.index.index import Index
+    from medr2.pipelines import Engine, Pipeline
+
+    work = Path(tempfile.mkdtemp(prefix="medr2-bench-pipe-"))
+    gold = br.build_corpus(br.SCALES[args.scale], work / "corpus")
+    cfg = Config()
+    idx, secs, n = br.timed_ingest(work / "index", work / "corpus", cfg)
+    idx.close()
+    print(f"\nretrieval corpus: {n} passages ingested in {secs:.0f} s", file=sys.stderr)
+    variants = {"hybrid (union)": ("vanilla_rag", False), "+ reformulation (offline)": ("+reformulator", False),
+                "+ fine rerank (f_h * f_g)": ("+reranker", True), "+ both": ("+reformulator+reranker", True)}
+    out, rows = {}, []
+    for task, queries in gold.items():
+        for name, (pipe, fine) in variants.items():
+            c = Config()
+            c.appraise.coarse_k = 20 if fine else 10
+            c.formulate.method = "offline"
+            c.appraise.conflicts = "off"
+            e = Engine.open(work / "index", c, generator="none", scorer="none")
+            p = Pipeline(e, pipe)
+            rec, nd = [], []
+            t = time.perf_counter()
+            for qtext, gold_doc in queries[: args.queries]:
+                gold_rows = br.gold_rows(e.index, gold_doc)
+                if not gold_rows:
+                    continue
+                res = p.run(qtext)
+                ranked = [e.index.store.rowid_of(r.passage_id) for r in res.evidence][:10]
+                rec.append(recall_at_k(ranked, gold_rows, 10))
+                nd.append(ndcg_at_k(ranked, gold_rows, 10))
+            ms = (time.perf_counter() - t) / len(rec) * 1000
+            e.close()
+            out.setdefault(task, {})[name] = {"recall@10": round(mean(rec), 4), "ndcg@10": round(mean(nd), 4),
+                                              "ms_per_query": round(ms, 1)}
+            rows.append([task, name, f"{mean(rec):.3f}", f"{mean(nd):.3f}", f"{ms:.0f}"])
+    results["retrieval"] = out
+    print(f"\n### Retrieval: plain hybrid vs Med-R2 formulation and appraisal ({args.scale} scale, {n} passages)\n")
+    print(table(rows, ["task", "retrieval", "Recall@10", "nDCG@10", "ms/query"]))
+
+
+# -- latency -----------------------------------------------------------------------------------
+def bench_latency(args, results: dict) -> None:
+    from medr2.demo import CORPUS, demo_config, questions
+    from medr2.index.index import Index
+    from medr2.ingest.pipeline import ingest
+    from medr2.pipelines import Engine, Pipeline
+
+    work = Path(tempfile.mkdtemp(prefix="medr2-bench-lat-"))
+    with Index.open(work / "index", create=True, writable=True) as idx:
+        ingest(idx, [CORPUS], progress=False)
+    cfg = demo_config()
+    cfg.llm.cache_path = str(work / "fresh-cache.sqlite")  # nothing cached: real cost
+    e = Engine.open(work / "index", cfg, generator=args.llm)
+    out = []
+    stages: dict[str, dict[str, float]] = {}
+    for q in questions()[: args.latency_questions]:
+        res = Pipeline(e, "medr2").run(q["question"])
+        u = res.usage
+        out.append({"question": q["question"], "wall_seconds": u["wall_seconds"], "llm_seconds": u["llm_seconds"],
+                    "outside_llm_share": u["outside_llm_share"], "calls": u["calls"],
+                    "prompt_tokens": u["prompt_tokens"], "completion_tokens": u["completion_tokens"],
+                    "rounds": len(res.rounds), "stages": u["stages"]})
+        for name, st in u["stages"].items():
+            agg = stages.setdefault(name, Counter())
+            for k, v in st.items():
+                agg[k] += v
+    e.close()
+    nq = len(out)
+    results["latency"] = {"config": {"coarse_k": cfg.appraise.coarse_k, "context_tokens": cfg.appraise.context_tokens,
+                                     "max_rounds": cfg.assess.max_rounds, "few_shot": cfg.apply.few_shot},
+                          "questions": out}
+    print(f"\n### Per-stage latency, medr2 pipeline, {args.llm} generator + SmolLM2 scorer, {nq} demo questions\n")
+    print(f"Demo budget: coarse k {cfg.appraise.coarse_k}, context {cfg.appraise.context_tokens} tokens, "
+          f"T = {cfg.assess.max_rounds}, {cfg.apply.few_shot} CoT demonstration; nothing cached.\n")
+    rows = [[name, f"{st['seconds'] / nq:.2f}", f"{st['llm_seconds'] / nq:.2f}", f"{st['calls'] / nq:.1f}",
+             f"{st['prompt_tokens'] / nq:.0f}", f"{st['completion_tokens'] / nq:.0f}"] for name, st in stages.items()]
+    print(table(rows, ["stage", "s/question", "LLM s/question", "calls", "prompt tokens", "completion tokens"]))
+    wall = sum(x["wall_seconds"] for x in out) / nq
+    total = sum(st["seconds"] for st in stages.values())
+    llm = sum(st["llm_seconds"] for st in stages.values())
+    print(f"\nMean {wall:.1f} s per question, rounds {[x['rounds'] for x in out]}; time outside the LLM: "
+          f"{(total - llm) / total:.1%} (target < 15%).")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", nargs="*", default=["classifier", "levels", "retrieval", "latency"])
+    ap.add_argument("--llm", default="bundled:qwen2.5-1.5b")
+    ap.add_argument("--skip-llm", action="store_true", help="Offline parts only.")
+    ap.add_argument("--llm-sample", type=int, default=30, help="MedQuAD held-out questions for the LLM classifier.")
+    ap.add_argument("--latency-questions", type=int, default=3)
+    ap.add_argument("--scale", default="small", choices=["small", "default"])
+    ap.add_argument("--queries", type=int, default=150, help="Retrieval queries per task.")
+    ap.add_argument("--cache-dir", type=Path, default=OUT / "cache")
+    args = ap.parse_args()
+    if not DATA.exists():
+        print(f"needs {DATA} (../shared/data)", file=sys.stderr)
+        return 2
+    args.cache_dir.mkdir(parents=True, exist_ok=True)
+    print(f"Date {date.today().isoformat()}; machine: {platform.machine()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}")
+    results: dict = {"date": date.today().isoformat(), "cores": os.cpu_count()}
+    for name in args.only:
+        {"classifier": bench_classifier, "levels": bench_levels, "retrieval": bench_retrieval,
+         "latency": bench_latency}[name](args, results)
+        sys.stdout.flush()
+    OUT.mkdir(exist_ok=True)
+    (OUT / f"pipeline-{date.today().isoformat()}.json").write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
