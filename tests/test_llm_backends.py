@@ -50,8 +50,9 @@ def test_http_down_slow_and_garbage_endpoints_fail_cleanly():
     with pytest.raises(LLMError, match="failed after 2 tries"):
         _lm("http://127.0.0.1:9/v1", retries=1).chat([{"role": "user", "content": "x"}])
     with StubServer(lambda p, b: (200, chat_reply("late"), 2.0)) as srv:
-        with pytest.raises(LLMError, match="failed after"):
-            _lm(srv.url, retries=0, timeout_s=0.3).chat([{"role": "user", "content": "x"}])
+        with pytest.raises(LLMError, match="did not answer within 0.3 s"):
+            _lm(srv.url, retries=3, timeout_s=0.3).chat([{"role": "user", "content": "x"}])
+        assert len(srv.requests) == 1  # a read timeout is not retried
     with StubServer(lambda p, b: (200, b"<html>not json</html>", 0)) as srv:
         with pytest.raises(LLMError, match="not JSON"):
             _lm(srv.url, retries=1).chat([{"role": "user", "content": "x"}])
@@ -85,6 +86,11 @@ def test_http_server_without_json_schema_gets_the_schema_in_the_prompt():
         assert "JSON schema" in srv.requests[1][1]["messages"][-1]["content"]
         structured(lm, [{"role": "user", "content": "q2"}], SCHEMA)
         assert "response_format" not in srv.requests[-1][1]  # remembered
+    with StubServer(lambda p, b: (400, {"error": "prompt exceeds the maximum context length"}, 0)) as srv:
+        lm = _lm(srv.url)
+        with pytest.raises(LLMError, match="maximum context length"):
+            lm.chat([{"role": "user", "content": "q"}], json_schema=SCHEMA)
+        assert lm._schema_mode == "json_schema"  # an unrelated 400 keeps constrained decoding
 
 
 def test_http_continuation_logprobs_and_token_counts():

@@ -82,6 +82,7 @@ def test_stop_rule_pieces():
     assert mean_shift(a, a) == 0.0
     assert mean_shift(a, np.array([[1.0, 1.0]])) == pytest.approx(math.sqrt(0.5))
     assert mean_shift(a, np.zeros((0, 2))) == float("inf")
+    assert mean_shift(np.zeros((0, 2)), np.zeros((0, 2))) == 0.0
     assert should_stop(1.0, 0.1, 6.85) and not should_stop(0.5, 0.1, 6.85)
     assert should_stop(1.0, 0.0, 6.85) and not should_stop(0.0, 0.0, 6.85)
     assert not should_stop(1.0, float("inf"), 6.85)
@@ -153,13 +154,18 @@ def test_conflict_resolution_drops_the_lower_evidence_level():
 
 
 def test_echoed_logprobs_cover_only_the_continuation():
-    r = {"choices": [{"logprobs": {"tokens": ["Q", ":", " yes", "\n"], "token_logprobs": [None, -0.5, -0.25, -3.0],
-                                   "text_offset": [0, 1, 2, 6]}}]}
-    assert continuation_from_echo(r, 2, 6) == [-0.25]
+    # offsets are ignored: a BOS string shifts them on some servers
+    r = {"choices": [{"logprobs": {"tokens": ["<|begin_of_text|>", "Q", ":", " ye", "s", "\n"],
+                                   "token_logprobs": [None, -1.0, -0.5, -0.25, -0.125, -3.0],
+                                   "text_offset": [0, 17, 18, 19, 22, 23]}}]}
+    assert continuation_from_echo(r, " yes") == [-0.25, -0.125]
     from medr2.llm.base import LLMError
 
     with pytest.raises(LLMError, match="no prompt log-probabilities"):
-        continuation_from_echo({"choices": [{"text": "x"}]}, 0, 1)
+        continuation_from_echo({"choices": [{"text": "x"}]}, "x")
+    with pytest.raises(LLMError, match="do not cover"):
+        continuation_from_echo({"choices": [{"logprobs": {"tokens": ["a", "b"], "token_logprobs": [None, -1.0]}}]},
+                               " long continuation")
 
 
 def test_extract_json_finds_the_object_in_prose():
@@ -183,3 +189,30 @@ def test_usage_is_attributed_to_stages():
     assert d["stages"]["classify"]["cached_calls"] == 1 and d["stages"]["generate"]["completion_tokens"] == 20
     assert d["stages"]["generate"]["llm_seconds"] == 2.0 and d["stages"]["generate"]["seconds"] >= 0
     assert 0.0 <= d["outside_llm_share"] <= 1.0
+
+
+def test_query_text_and_language_families():
+    from medr2.pipelines import language_family, query_text
+
+    assert query_text("metformin", "Per [2] and [?], stop\x00 it\ufffd.", max_chars=30) == "metformin Per and , stop it ."[:30]
+    assert len(query_text("x" * 5000, max_chars=4000)) == 4000
+    assert [language_family(v) for v in ("eng", "English", "en-GB", "zh-Hans", "chi", None)] == \
+        ["en", "en", "en", "zh", "zh", "en"]
+
+
+def test_pipeline_settings_are_validated():
+    from pydantic import ValidationError
+
+    from medr2.config import Config
+    from medr2.pipelines import validate_options
+    from medr2.search.hybrid import QueryError
+
+    for bad in ({"appraise": {"unknown_level": 0}}, {"appraise": {"levels": {"guideline": 12}}},
+                {"appraise": {"doc_type_temperature": 0}}, {"assess": {"max_rounds": 0}},
+                {"apply": {"cot": False}}):
+        with pytest.raises(ValidationError):
+            Config.model_validate(bad)
+    assert validate_options({"a": " x ", "B": "y"}) == {"A": "x", "B": "y"}
+    for bad in ({"A": "x"}, {"AB": "x", "C": "y"}, {"A": "", "B": "y"}, {"a": "x", "A": "y"}):
+        with pytest.raises(QueryError):
+            validate_options(bad)

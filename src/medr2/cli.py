@@ -277,6 +277,8 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
         if "=" not in item:
             _fail(f"--option {item!r} must look like A=\"text of option A\"", EXIT_USAGE)
         k, v = item.split("=", 1)
+        if k.strip().upper() in {x.upper() for x in out}:
+            _fail(f"--option {k.strip()} is given twice", EXIT_USAGE)
         out[k.strip()] = v.strip()
     return out
 
@@ -368,6 +370,8 @@ def ask(question, index_dir, config_path, option_pairs, llm_spec, scorer, pipeli
         _fail(f"{e}\n(use --llm none for the deterministic extractive path without a model)")
     except _model_errors() as e:
         _fail(str(e))
+    except (OSError, RuntimeError, ImportError, ValueError) as e:  # classifier artefact, cross-encoder, ...
+        _fail(f"{type(e).__name__}: {e}")
     try:
         res = Pipeline(engine, pipeline_name, rounds).run(question, options)
     except QueryError as e:
@@ -376,6 +380,8 @@ def ask(question, index_dir, config_path, option_pairs, llm_spec, scorer, pipeli
         _fail(str(e))
     except _model_errors() as e:
         _fail(str(e))
+    except (OSError, RuntimeError, ImportError, ValueError) as e:  # terminology files, settings, ...
+        _fail(f"{type(e).__name__}: {e}", EXIT_USAGE if isinstance(e, ValueError) else EXIT_FAIL)
     finally:
         engine.close()
     if as_json:
@@ -401,6 +407,111 @@ def train_classifier(medquad, out_path, test_fraction):
     model.save(out_path)
     click.echo(json.dumps(report, indent=2))
     click.echo(f"wrote {out_path}")
+
+
+@main.group("eval")
+def eval_group() -> None:
+    """Evaluation: score predictions (MIRAGE's stored ones included)."""
+
+
+@eval_group.command("run")
+@click.option("--dataset", "dataset_spec", required=True, metavar="NAME[:N]",
+              help="A MIRAGE set (mmlu, medqa, medmcqa, pubmedqa, bioasq; needs --benchmark) or a benchmark file "
+                   "(XMedBench .jsonl, MMLU .csv, PubMedQA ori_pqal.json); :N takes a fixed seeded subset.")
+@click.option("--benchmark", type=click.Path(dir_okay=False, exists=True), help="MIRAGE benchmark.json.")
+@click.option("--method", default="medr2", show_default=True,
+              type=click.Choice(["direct", "vanilla_rag", "+reformulator", "+reranker", "+cot",
+                                 "+reformulator+reranker", "+reformulator+cot", "+reranker+cot", "medr2"]))
+@index_opt
+@config_opt
+@click.option("--llm", "llm_spec", help="Generator (as in ask; default llm.generator).")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Run directory.")
+@click.option("--limit", type=int, help="Answer at most this many questions of the (sub)set this time.")
+@click.option("--shard", help="i/n: answer every n-th question starting at i (parallel runs).")
+@click.option("--seed", default=0, show_default=True, help="Seed of the :N subset.")
+@click.option("--progress/--no-progress", default=None, help="Progress bar with ETA (default: on a terminal).")
+def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, out_dir, limit, shard, seed, progress):
+    """Answer a benchmark with a pipeline; resumable (rerun to continue), cached, shardable."""
+    from medr2.eval.datasets import DatasetError
+    from medr2.eval.runner import in_shard, load_questions, parse_dataset_spec, parse_shard, run, safe_name, subset
+    from medr2.llm.base import LLMError
+    from medr2.pipelines import Engine, Pipeline
+    from medr2.search.hybrid import QueryError
+
+    config = _load_config(config_path)
+    try:
+        name, n = parse_dataset_spec(dataset_spec)
+        sh = parse_shard(shard)
+        qs = subset(load_questions(name, benchmark), n, seed)
+    except DatasetError as e:
+        _fail(str(e), EXIT_USAGE)
+    qs = [q for i, q in enumerate(qs) if in_shard(i, sh)][: limit if limit else None]
+    try:
+        engine = Engine.open(index_dir, config, generator=llm_spec)
+    except LLMError as e:
+        _fail(str(e))
+    except _model_errors() as e:
+        _fail(str(e))
+    pipe = Pipeline(engine, method)
+    model = safe_name(getattr(engine.generator, "name", None) or "none")
+
+    def answer(q):
+        try:
+            res = pipe.run(q.question, q.options)
+        except (QueryError, LLMError) as e:
+            return {"answer": "", "rationale": f"not answered: {e}", "insufficient": True}
+        return {"answer": res.answer, "rationale": res.rationale, "citations": res.citations,
+                "insufficient": res.insufficient, "usage": res.usage}
+
+    dataset_dir = safe_name(qs[0].dataset if qs else Path(name).stem)
+    out = Path(out_dir) / dataset_dir / safe_name(method) / model
+    manifest = {"dataset": dataset_spec, "subset_seed": seed, "shard": shard, "method": method,
+                "models": engine.model_names(), "index": str(index_dir), "corpus": engine.index.stats().get("by_source_type"),
+                "config": engine.config.model_dump(mode="json")}
+    try:
+        totals = run(qs, answer, out, manifest, progress=progress if progress is not None else sys.stderr.isatty())
+    finally:
+        engine.close()
+    click.echo(json.dumps({"out": str(out), **totals}, indent=2))
+
+
+@eval_group.command("score")
+@click.option("--mirage", "mirage_dir", type=click.Path(file_okay=False, exists=True),
+              help="A MIRAGE prediction directory (prediction/<dataset>/<setting>/OpenAI/<model>/...).")
+@click.option("--benchmark", type=click.Path(dir_okay=False, exists=True),
+              help="MIRAGE benchmark.json (gold answers; with --mirage).")
+@click.option("--run", "run_dir", type=click.Path(file_okay=False, exists=True), help="A medr2 eval run directory.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of rows.")
+def eval_score(mirage_dir, benchmark, run_dir, as_json):
+    """Accuracy and std (percent): MIRAGE's stored predictions with MIRAGE's own extraction rules,
+    or a medr2 run directory."""
+    if bool(mirage_dir) == bool(run_dir):
+        _fail("give either --mirage DIR --benchmark FILE or --run DIR", EXIT_USAGE)
+    if run_dir:
+        from medr2.eval.runner import score_run
+
+        rows = score_run(Path(run_dir))
+        key = "method"
+    else:
+        from medr2.eval.mirage import score_predictions
+
+        if not benchmark:
+            _fail("--mirage needs --benchmark benchmark.json", EXIT_USAGE)
+        try:
+            bench = json.loads(Path(benchmark).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+            _fail(f"{benchmark} is not MIRAGE's benchmark.json ({e})", EXIT_USAGE)
+        rows = score_predictions(mirage_dir, bench)
+        key = "setting"
+    if not rows:
+        _fail(f"no prediction files under {mirage_dir or run_dir}", EXIT_USAGE)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    click.echo(f"{'dataset':<14} {key:<24} {'model':<28} {'n':>5} {'acc %':>7} {'std':>6}")
+    for r in rows:
+        click.echo(f"{r['dataset']:<14} {r[key]:<24} {r['model'][:28]:<28} {r['n']:>5} {r['accuracy']:>7.2f} "
+                   f"{r['std']:>6.2f}")
 
 
 @main.command()

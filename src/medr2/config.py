@@ -22,7 +22,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class _Cfg(BaseModel):
@@ -201,7 +201,7 @@ class FormulateConfig(_Cfg):
 
 def _default_levels() -> dict[str, int]:
     # Med-R2 evidence hierarchy (e = 1 most credible ... 9; f_h = 10 - e; METHOD-FACTS.md).
-    # Placements the paper leaves open (our choice, documented in docs/evidence.md):
+    # Placements the paper leaves open (our choice, documented in README.md, "Asking questions"):
     # case-control and cross-sectional studies join case series (7), between cohort studies (6)
     # and case reports (8); textbooks and encyclopedia entries are narrative syntheses without a
     # stated method and sit with expert opinion (9), as do laboratory and animal studies.
@@ -216,35 +216,44 @@ def _default_levels() -> dict[str, int]:
 class AppraiseConfig(_Cfg):
     # Coarse stage: how many passages survive into the fine rerank (after the cross-encoder,
     # or the LLM pointwise reranker when llm_rerank is on).
-    coarse_k: int = 10  # our choice; the paper names no k
+    coarse_k: int = Field(10, ge=1)  # our choice; the paper names no k
     llm_rerank: bool = False  # P("yes, relevant") from the generator as the coarse reranker
     # Fine score F = f_h * f_g * (1 + alpha * f_u), alpha = 1 (Med-R2).
-    alpha: float = 1.0
+    alpha: float = Field(1.0, ge=0)
     levels: dict[str, int] = Field(default_factory=_default_levels)
-    unknown_level: int = 9  # no metadata, no design cue and no LLM verdict
+
+    @field_validator("levels")
+    @classmethod
+    def _levels_in_range(cls, v: dict[str, int]) -> dict[str, int]:
+        bad = {k: x for k, x in v.items() if not 1 <= x <= 9}
+        if bad:
+            raise ValueError(f"evidence levels must be 1..9: {bad}")
+        return v
+    unknown_level: int = Field(9, ge=1, le=9)  # no metadata, no design cue and no LLM verdict
     level_llm: bool = False  # ask the generator when metadata and text cues are silent
     # f_g: "embedding" (zero-shot similarity to type descriptions) or "llm" (label distribution).
     doc_type_method: Literal["embedding", "llm"] = "embedding"
-    doc_type_temperature: float = 0.05  # softmax temperature over cosine similarities
+    doc_type_temperature: float = Field(0.05, gt=0)  # softmax temperature over cosine similarities
     # f_u: proxy LM loss drop on a reference answer; "draft" = the generator's own answer
     # without evidence (never gold labels, as in the paper).
     usefulness: bool = True
     # Conflict filtering: "rules" (polarity-aware, offline), "llm" (pairwise judgement), "off".
     conflicts: Literal["rules", "llm", "off"] = "rules"
     # Context window w for the selected evidence (Med-R2 default 4K tokens).
-    context_tokens: int = 4096
+    context_tokens: int = Field(4096, ge=128)
 
 
 class ApplyConfig(_Cfg):
-    cot: bool = True  # chain-of-thought rationale before the answer
-    few_shot: int = 2  # CoT demonstrations in the prompt
-    max_answer_tokens: int = 400
+    # Whether a rationale (chain of thought) precedes the answer is the pipeline's choice
+    # (``+cot`` / ``medr2``), not a setting.
+    few_shot: int = Field(2, ge=0, le=2)  # CoT demonstrations in the prompt
+    max_answer_tokens: int = Field(400, ge=16)
 
 
 class AssessConfig(_Cfg):
     # Algorithm 2 of Med-R2: at most T = 5 rounds; stop when Acc / mu > delta, delta = 6.85.
-    max_rounds: int = 5
-    delta: float = 6.85
+    max_rounds: int = Field(5, ge=1)
+    delta: float = Field(6.85, gt=0)
 
 
 class Config(_Cfg):

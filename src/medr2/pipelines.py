@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,6 +79,8 @@ def validate_options(options: Optional[dict[str, str]]) -> dict[str, str]:
             raise QueryError(f"option key {k!r} must be one letter (A, B, C, ...)")
         if not str(v).strip():
             raise QueryError(f"option {key} has no text")
+        if key in out:
+            raise QueryError(f"option {key} is given twice")
         out[key] = str(v).strip()
     if len(out) == 1:
         raise QueryError("a multiple-choice question needs at least two options")
@@ -126,7 +129,9 @@ class Engine:
 
         gen_spec = generator if generator is not None else (os.environ.get("MEDR2_LLM_URL") or cfg.llm.generator)
         gen = load_llm(gen_spec, cfg.llm, cache)
-        sc = load_llm(scorer if scorer is not None else cfg.llm.scorer, cfg.llm, cache) if cfg.appraise.usefulness else None
+        # the scorer needs a reference answer, which only a generator gives
+        sc = (load_llm(scorer if scorer is not None else cfg.llm.scorer, cfg.llm, cache)
+              if cfg.appraise.usefulness and gen is not None else None)
         return cls(index, cfg, gen, sc, cache)
 
     def close(self) -> None:
@@ -161,18 +166,46 @@ class Engine:
         return {"generator": getattr(self.generator, "name", None), "scorer": getattr(self.scorer, "name", None),
                 "dense": self.config.dense.model, "coarse_reranker": self.searcher.reranker.name}
 
-    # -- retrieval: union of dense + sparse, fused, coarse rerank to top k ----------------------
-    def coarse(self, query: str, k: int) -> list[Hit]:
+    # -- retrieval: union of dense + sparse, fused; then coarse rerank to top k -----------------
+    def retrieve(self, query: str, k: int) -> list[Hit]:
         cands = self.searcher.candidates(query)
         cfg = self.config
         ranked = fuse(cands, cfg.fusion.method, cfg.fusion.rrf_k, cfg.fusion.dense_weight)
         pool = ranked[: max(k, cfg.rerank.top_n)]
-        hits = self.searcher.hits([i for i, _ in pool], cands)
-        with stage("coarse_rerank"):
+        return self.searcher.hits([i for i, _ in pool], cands)
+
+    def rerank(self, query: str, hits: list[Hit], k: int, notes: list[str]) -> list[Hit]:
+        try:
             return self.searcher.reranker.rerank(query, hits, k)
+        except LLMError as err:
+            notes.append(f"coarse reranker failed ({err}); kept the fused order")
+            return hits[:k]
 
     def index_languages(self) -> set[str]:
-        return {k for k, v in self.index.store.counts().get("languages", {}).items() if v}
+        return {language_family(k) for k, v in self.index.store.counts().get("languages", {}).items() if v}
+
+
+def language_family(value: Optional[str]) -> str:
+    """'en' / 'zh' for the spellings loaders keep from metadata ('eng', 'English', 'zh-CN', 'chi'...).
+
+    >>> [language_family(v) for v in ("eng", "en-US", "Chinese", "zh-CN", "fr")]
+    ['en', 'en', 'zh', 'zh', 'fr']
+    """
+    v = (value or "en").strip().lower()
+    if v.startswith(("zh", "chi", "cmn", "zho")):
+        return "zh"
+    if v.startswith(("en", "eng")):
+        return "en"
+    return v
+
+
+def query_text(*parts: str, max_chars: int) -> str:
+    """Join model-produced text into a retrieval query: [n] markers and control characters out,
+    whitespace collapsed, cut to the query limit (never an error: it is not user input)."""
+    text = " ".join(p for p in parts if p)
+    text = re.sub(r"\[\d+\]|\[\?\]", " ", text)
+    text = "".join(ch for ch in text if ch.isprintable() or ch in " \t\n").replace("\ufffd", " ")
+    return " ".join(text.split())[:max_chars].strip()
 
 
 class Pipeline:
@@ -182,6 +215,8 @@ class Pipeline:
         self.engine = engine
         self.name = name
         self.s = PIPELINES[name]
+        if rounds is not None and rounds > 1 and not self.s.iterate:
+            raise ValueError(f"--rounds applies to the iterating pipeline (medr2), not to {name}")
         self.rounds = rounds if rounds is not None else (engine.config.assess.max_rounds if self.s.iterate else 1)
         if self.rounds < 1:
             raise ValueError("rounds must be at least 1")
@@ -222,12 +257,12 @@ class Pipeline:
                 if ref is None:
                     ref = e.offline_reformulator.reformulate(question, cls.ebm_category)
             res.reformulation = ref.to_dict()
-            query = validate_query(ref.query, e.config.query.max_query_chars)
+            query = query_text(ref.query, max_chars=e.config.query.max_query_chars) or question
         return query, cls.question_type
 
     def _rag(self, question: str, options: dict[str, str], res: AskResult) -> None:
         e, cfg = self.engine, self.engine.config
-        qlang = detect_language(question)
+        qlang = language_family(detect_language(question))
         langs = e.index_languages()
         if not langs:
             self._finish(res, Answer("Insufficient evidence: the index is empty; ingest documents first "
@@ -236,7 +271,8 @@ class Pipeline:
         names = {"en": "English", "zh": "Chinese"}
         target = names.get(sorted(langs)[0], "") if qlang not in langs and len(langs) == 1 else ""
         query, qtype = self._formulate(question, res, target)
-        if qlang not in langs and not (res.reformulation.get("method") == "llm" and detect_language(query) in langs):
+        if qlang not in langs and not (res.reformulation.get("method") == "llm"
+                                       and language_family(detect_language(query)) in langs):
             self._finish(res, Answer(
                 f"Insufficient evidence: the question is in '{qlang}' but the index holds only "
                 f"{sorted(langs)} passages; ask in that language or ingest sources in '{qlang}'.",
@@ -254,16 +290,18 @@ class Pipeline:
         rows: list[EvidenceRow] = []
         for t in range(1, self.rounds + 1):
             rq = query if t == 1 or ans is None or not ans.rationale else \
-                validate_query(f"{query} {ans.rationale}"[: cfg.query.max_query_chars], cfg.query.max_query_chars)
+                (query_text(query, ans.rationale, max_chars=cfg.query.max_query_chars) or query)
             rec = RoundRecord(round=t, query=rq)
+            notes: list[str] = []
             with stage("retrieve"):
-                hits = e.coarse(rq, cfg.appraise.coarse_k)
+                pool = e.retrieve(rq, cfg.appraise.coarse_k)
+            with stage("coarse_rerank"):
+                hits = e.rerank(rq, pool, cfg.appraise.coarse_k, notes)
             rec.coarse_ids = [h.passage_id for h in hits]
             vecs = None
             if hits and (self.s.fine_rerank or self.s.iterate):
                 with stage("embed"):
                     vecs = np.asarray(e.index.encoder.encode_passages([h.text for h in hits]), dtype=np.float32)
-            notes: list[str] = []
             if self.s.fine_rerank:
                 rows, conflicts = e.appraiser.appraise(question, options, qtype, hits, vecs, reference, notes)
                 res.conflicts = [c.to_dict() for c in conflicts]
@@ -293,7 +331,8 @@ class Pipeline:
             res.rounds.append(rec)
             if rec.stop:
                 break
-            if self.s.fine_rerank and self.s.iterate and e.appraiser.usefulness is not None and ans.method == "llm":
+            if (self.s.fine_rerank and self.s.iterate and e.appraiser.usefulness is not None and ans.method == "llm"
+                    and not ans.insufficient):
                 reference = ans.answer if not options else f"{ans.answer}. {options.get(ans.answer, '')}"
         if self.s.iterate and res.rounds and not res.rounds[-1].stop:
             res.rounds[-1].stop_reason = f"reached T = {self.rounds} rounds"
@@ -347,12 +386,19 @@ class Pipeline:
     def _pack(self, rows: list[EvidenceRow], budget: int) -> list[EvidenceItem]:
         eligible = [r for r in rows if not r.reason.startswith("dropped")]
         chosen = set(pack([(r.passage_id, self._count(r.text)) for r in eligible], budget))
+        clip: dict[str, str] = {}
+        if eligible and not chosen:  # not even the best passage fits: give it, cut to the window
+            top = eligible[0]
+            clip[top.passage_id] = " ".join(top.text.split()[: max(budget * 2 // 3, 32)])
+            chosen = {top.passage_id}
         items, n = [], 0
         for r in rows:
             if r.passage_id in chosen:
                 n += 1
-                r.kept, r.n, r.reason = True, n, "in context"
-                items.append(EvidenceItem(n, r.passage_id, r.title, r.source_type.value, r.level, r.text))
+                r.kept, r.n = True, n
+                r.reason = "in context" + (" (cut to fit the window)" if r.passage_id in clip else "")
+                items.append(EvidenceItem(n, r.passage_id, r.title, r.source_type.value, r.level,
+                                          clip.get(r.passage_id, r.text)))
             elif not r.reason:
                 r.kept, r.reason = False, f"outside the context window (w = {budget} tokens)"
         return items

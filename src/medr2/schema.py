@@ -227,4 +227,16 @@ class AskResult(_Model):
     notes: list[str] = Field(default_factory=list)
 
 
+class EvalQuestion(_Model):
+    """One benchmark question, whatever its source format."""
+
+    dataset: str
+    id: str
+    question: str
+    options: dict[str, str] = Field(default_factory=dict)
+    answer: str = ""  # option letter, or yes/no/maybe mapped to its letter
+    context: Optional[str] = None  # PubMedQA abstract (never used to retrieve unless asked)
+    pmid: Optional[str] = None
+
+
 Section.model_rebuild()

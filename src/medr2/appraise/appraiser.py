@@ -18,6 +18,7 @@ from medr2.appraise.doc_type import doc_type_fit
 from medr2.appraise.evidence_level import EvidenceLeveler, f_h
 from medr2.appraise.fine import fine_score
 from medr2.appraise.usefulness import UsefulnessScorer
+from medr2.formulate.labels import DOC_TYPES
 from medr2.llm.base import LLMError, stage
 from medr2.schema import EvidenceRow, Hit
 
@@ -52,7 +53,11 @@ class Appraiser:
         if not rows:
             return rows, []
         with stage("doc_type"):
-            dists = self.doc_typer.distributions([r.text for r in rows], vectors)
+            try:
+                dists = self.doc_typer.distributions([r.text for r in rows], vectors)
+            except LLMError as e:
+                notes.append(f"document types not computed ({e}); every type equally likely")
+                dists = [{t: 1.0 / len(DOC_TYPES) for t in DOC_TYPES} for _ in rows]
         expected = self.expected.get(question_type) or self.expected.get("factual", [])
         for r, d in zip(rows, dists):
             r.doc_type = max(d, key=d.get)

@@ -26,6 +26,8 @@ _WORD = re.compile(r"[a-z0-9]+")
 
 def mean_shift(prev: np.ndarray, cur: np.ndarray) -> float:
     """mu: L2 distance between the mean embeddings of two coarse sets."""
+    if len(prev) == 0 and len(cur) == 0:
+        return 0.0  # nothing retrieved twice: the evidence did not move
     if len(prev) == 0 or len(cur) == 0:
         return float("inf")
     return float(np.linalg.norm(np.asarray(prev).mean(axis=0) - np.asarray(cur).mean(axis=0)))

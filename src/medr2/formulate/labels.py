@@ -41,8 +41,7 @@ DOC_TYPE_DESCRIPTIONS = {
 
 # MedQuAD's 39 qtypes onto the EBM categories (data README for the core ones; the drug-leaflet
 # types - usage, dose, side effects, interactions, warnings - are therapy questions; the
-# remaining administrative or general ones are "others"). Our mapping, documented in
-# docs/formulation.md.
+# remaining administrative or general ones are "others"). Our mapping, here.
 MEDQUAD_QTYPE_TO_EBM = {
     "treatment": "therapy", "indication": "therapy", "usage": "therapy", "dose": "therapy",
     "side effects": "therapy", "how effective is it": "therapy", "how does it work": "therapy",

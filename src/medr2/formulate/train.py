@@ -71,6 +71,11 @@ def train_ebm_classifier(path: str | Path, test_fraction: float = 0.2, max_featu
         raise TrainingDataError(f"{path} holds {len(rows)} distinct questions; at least 50 are needed")
     train = [(q, y) for q, y, g in rows if split_of(g, test_fraction) == "train"]
     test = [(q, y) for q, y, g in rows if split_of(g, test_fraction) == "test"]
+    if not train or not test:
+        raise TrainingDataError(f"{path}: the split by document left {len(train)} training and {len(test)} held-out "
+                                "questions; give questions from more documents (doc_id)")
+    if len({y for _, y in train}) < 2:
+        raise TrainingDataError(f"{path}: the training questions hold fewer than two EBM categories")
     vec = TfidfVectorizer(ngram_range=(1, ngram_max), min_df=2, sublinear_tf=True, max_features=max_features)
     x = vec.fit_transform([q for q, _ in train])
     clf = LogisticRegression(C=c, max_iter=2000)

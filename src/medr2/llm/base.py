@@ -173,7 +173,8 @@ def structured(llm: LLM, messages: list[dict[str, str]], schema: dict[str, Any],
     last_error = ""
     msgs = list(messages)
     for _ in range(retries + 1):
-        out = llm.chat(msgs, max_tokens=max_tokens, json_schema=schema)
+        out = llm.chat(msgs, max_tokens=max_tokens, temperature=getattr(llm, "temperature", 0.0),
+                       seed=getattr(llm, "seed", 0), json_schema=schema)
         try:
             value = json.loads(extract_json(out["text"]))
             jsonschema.validate(value, schema)

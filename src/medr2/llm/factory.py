@@ -38,15 +38,20 @@ def load_llm(spec: str, cfg: LLMConfig, cache: Optional[LLMCache] = None) -> Opt
         key = os.environ.get(cfg.api_key_env) or os.environ.get("OPENAI_API_KEY", "")
         model = os.environ.get("MEDR2_LLM_MODEL") or cfg.model
         return OpenAICompatLLM(spec, model=model, api_key=key, timeout_s=cfg.timeout_s, retries=cfg.retries,
-                               backoff_s=cfg.backoff_s, concurrency=cfg.concurrency, seed=cfg.seed, cache=cache)
+                               backoff_s=cfg.backoff_s, concurrency=cfg.concurrency, seed=cfg.seed, cache=cache,
+                               n_ctx=cfg.n_ctx, temperature=cfg.temperature)
     if spec.startswith("hf:"):
         from medr2.llm.hf import TransformersLLM
 
-        return TransformersLLM(spec[3:], seed=cfg.seed, n_threads=threads, cache=cache)
+        lm = TransformersLLM(spec[3:], seed=cfg.seed, n_threads=threads, cache=cache)
+        lm.temperature = cfg.temperature
+        return lm
     if spec.startswith("bundled:") or spec.endswith(".gguf"):
         from medr2.llm.llamacpp import LlamaCppLLM
 
-        return LlamaCppLLM(spec, n_ctx=cfg.n_ctx, n_threads=threads, seed=cfg.seed, cache=cache)
+        lm = LlamaCppLLM(spec, n_ctx=cfg.n_ctx, n_threads=threads, seed=cfg.seed, cache=cache)
+        lm.temperature = cfg.temperature
+        return lm
     raise LLMError(f"unknown model spec {spec!r}: use bundled:NAME, a .gguf path, http(s)://HOST/v1, hf:PATH, "
                    "local or none")
 

@@ -48,6 +48,7 @@ class TransformersLLM:
         self.model.eval()
         self.torch = torch
         self.seed = seed
+        self.temperature = 0.0
         self.cache = cache
         self.usage = Usage()
         self.name = f"transformers:{model}"

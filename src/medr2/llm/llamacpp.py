@@ -130,6 +130,7 @@ class LlamaCppLLM:
         self.cache = cache
         self.usage = Usage()
         self.seed = seed
+        self.temperature = 0.0
         self._gen = None
         self._scorer = None
         # the vocabulary-only context has no training length, and llama.cpp warns about that on stderr

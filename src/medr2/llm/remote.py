@@ -4,8 +4,10 @@ Timeouts, retries with exponential backoff (connection errors, timeouts, 429 and
 concurrency limit shared by all threads using the backend. Structured output asks the server
 for ``response_format: json_schema``; a server that rejects it (HTTP 400) is asked again with the
 schema stated in the prompt, and the answer is validated either way by :func:`structured`.
-Continuation log-probabilities use ``/completions`` with ``echo`` and ``logprobs`` (vLLM, the
-llama.cpp server); a server that gives none raises a clear :class:`LLMError`.
+Continuation log-probabilities use ``/completions`` with ``echo`` and ``logprobs`` (vLLM and
+other servers that echo prompt log-probabilities; the llama.cpp server and Ollama do not): a
+server that gives none raises a clear :class:`LLMError`. A read timeout is not retried (a stuck
+server would otherwise cost retries x timeout per call).
 
 Example::
 
@@ -17,9 +19,11 @@ Example::
 
 from __future__ import annotations
 
+import http.client
 import json
 import math
 import random
+import socket
 import threading
 import time
 import urllib.error
@@ -35,7 +39,7 @@ RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 class OpenAICompatLLM:
     def __init__(self, base_url: str, model: str = "", api_key: str = "", timeout_s: float = 120.0,
                  retries: int = 3, backoff_s: float = 1.0, concurrency: int = 4, seed: int = 0,
-                 cache: Optional[LLMCache] = None):
+                 cache: Optional[LLMCache] = None, n_ctx: int = 8192, temperature: float = 0.0):
         if not base_url.startswith(("http://", "https://")):
             raise LLMError(f"LLM endpoint {base_url!r} is not an http(s) URL")
         self.base_url = base_url.rstrip("/")
@@ -45,6 +49,8 @@ class OpenAICompatLLM:
         self.retries = retries
         self.backoff_s = backoff_s
         self.seed = seed
+        self.temperature = temperature
+        self.n_ctx = n_ctx  # the server's context, as configured (llm.n_ctx): evidence packing fits it
         self.cache = cache
         self.usage = Usage()
         self._slots = threading.BoundedSemaphore(max(1, concurrency))
@@ -76,8 +82,14 @@ class OpenAICompatLLM:
                     last = f"HTTP {e.code}: {detail}"
                     continue
                 raise _HTTPStatus(e.code, f"{url} answered HTTP {e.code}: {detail}") from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
+            except (TimeoutError, socket.timeout) as e:
+                raise LLMError(f"LLM endpoint {url} did not answer within {self.timeout_s:g} s ({e}); raise "
+                               "llm.timeout_s or check the server") from None
+            except (urllib.error.URLError, ConnectionError, OSError, http.client.HTTPException) as e:
                 reason = getattr(e, "reason", e)
+                if isinstance(reason, (TimeoutError, socket.timeout)):
+                    raise LLMError(f"LLM endpoint {url} did not answer within {self.timeout_s:g} s; raise "
+                                   "llm.timeout_s or check the server") from None
                 last = f"{type(reason).__name__}: {reason}"
                 continue
             try:
@@ -103,7 +115,9 @@ class OpenAICompatLLM:
         try:
             r = self._post("/chat/completions", body)
         except _HTTPStatus as e:
-            if json_schema is None or e.code != 400 or "response_format" not in body:
+            about_schema = any(w in str(e).lower() for w in ("response_format", "json_schema", "schema", "grammar",
+                                                              "guided"))
+            if json_schema is None or e.code != 400 or "response_format" not in body or not about_schema:
                 raise LLMError(str(e)) from None
             self._schema_mode = "prompt"  # the server does not take JSON schemas: state it in the prompt
             body.pop("response_format")
@@ -136,7 +150,7 @@ class OpenAICompatLLM:
         except _HTTPStatus as e:
             raise LLMError(f"{e}; this endpoint cannot score continuations (use vLLM, the llama.cpp server or a "
                            "local GGUF as scorer)") from None
-        lps = continuation_from_echo(r, len(prompt), len(prompt) + len(continuation))
+        lps = continuation_from_echo(r, continuation)
         record(self.usage, len(lps), 0, time.perf_counter() - t)
         return lps
 
@@ -167,22 +181,35 @@ class _HTTPStatus(Exception):
         self.code = code
 
 
-def continuation_from_echo(reply: dict[str, Any], prompt_chars: int, end_chars: int) -> list[float]:
-    """Log-probabilities of the echoed tokens starting in ``[prompt_chars, end_chars)``.
+def continuation_from_echo(reply: dict[str, Any], continuation: str) -> list[float]:
+    """Log-probabilities of the echoed tokens that spell ``continuation``, counted from the end.
 
-    >>> r = {"choices": [{"logprobs": {"tokens": ["Hi", " there", "!"], "token_logprobs": [None, -1.5, -0.5],
-    ...       "text_offset": [0, 2, 8]}}]}
-    >>> continuation_from_echo(r, 2, 8)
-    [-1.5]
+    The last token is the one generated after the echo. Counting back from it avoids character
+    offsets, which servers compute differently (BOS strings, byte-level tokens).
+
+    >>> r = {"choices": [{"logprobs": {"tokens": ["Answer", ":", " yes", "!"], "token_logprobs": [None, -0.1, -0.7, -2.0]}}]}
+    >>> continuation_from_echo(r, " yes")
+    [-0.7]
     """
     try:
         lp = reply["choices"][0]["logprobs"]
-        tokens, values, offsets = lp["tokens"], lp["token_logprobs"], lp["text_offset"]
+        tokens, values = lp["tokens"], lp["token_logprobs"]
     except (KeyError, IndexError, TypeError):
         raise LLMError("the endpoint returned no prompt log-probabilities (echo + logprobs); it cannot score "
                        "continuations") from None
-    # tokens from end_chars on were generated after the echo and are not part of the continuation
-    out = [float(v) for v, off in zip(values, offsets) if prompt_chars <= off < end_chars and v is not None]
-    if not out:
+    if not tokens or len(tokens) != len(values):
+        raise LLMError("the endpoint's log-probabilities are malformed")
+    echoed = list(zip(tokens[:-1], values[:-1]))  # drop the generated token
+    out: list[float] = []
+    covered = 0
+    target = len(continuation)
+    for tok, v in reversed(echoed):
+        if covered >= target:
+            break
+        if v is None:
+            break
+        out.append(float(v))
+        covered += len(tok)
+    if covered < target or not out:
         raise LLMError("the endpoint's log-probabilities do not cover the continuation")
-    return out
+    return list(reversed(out))

@@ -1,0 +1,101 @@
+"""Benchmark loaders into one typed model (:class:`medr2.schema.EvalQuestion`).
+
+Formats: MIRAGE ``benchmark.json`` (``{dataset: {id: {question, options, answer[, PMID]}}}``),
+XMedBench JSONL (``option`` block "(A) ...\\n(B) ..." and the misspelt ``anwer`` key), MMLU
+CSV (headerless question,A,B,C,D,answer), PubMedQA ``ori_pqal.json`` (yes/no/maybe mapped to
+A/B/C as MIRAGE does).
+
+Example::
+
+    >>> from medr2.eval.datasets import parse_option_block
+    >>> parse_option_block("(A) Aspirin.\\n(B) Heparin.")
+    {'A': 'Aspirin', 'B': 'Heparin'}
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+from typing import Iterator
+
+from medr2.schema import EvalQuestion
+
+_OPT = re.compile(r"^\s*\(?([A-J])\)\s*(.*)$")
+PUBMEDQA_OPTIONS = {"A": "yes", "B": "no", "C": "maybe"}
+
+
+class DatasetError(ValueError):
+    """A benchmark file that cannot be read; the message names the file and the record."""
+
+
+def parse_option_block(block: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in block.splitlines():
+        m = _OPT.match(line)
+        if m:
+            out[m.group(1)] = m.group(2).strip().rstrip(".").strip()
+        elif out and line.strip():  # continuation of the previous option
+            last = list(out)[-1]
+            out[last] = (out[last] + " " + line.strip()).strip().rstrip(".").strip()
+    return out
+
+
+def load_mirage(path: str | Path, datasets: list[str] | None = None) -> Iterator[EvalQuestion]:
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise DatasetError(f"{p}: not a MIRAGE benchmark.json ({e})") from None
+    for name, items in data.items():
+        if datasets and name not in datasets:
+            continue
+        for qid, r in items.items():
+            try:
+                yield EvalQuestion(dataset=name, id=str(qid), question=r["question"], options=dict(r["options"]),
+                                   answer=str(r["answer"]).strip(), pmid=str(r["PMID"]) if r.get("PMID") else None)
+            except (KeyError, TypeError) as e:
+                raise DatasetError(f"{p}: {name}/{qid} lacks {e}") from None
+
+
+def load_xmedbench(path: str | Path) -> Iterator[EvalQuestion]:
+    p = Path(path)
+    with open(p, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+                answer = r.get("anwer", r.get("answer"))
+                m = re.search(r"[A-J]", str(answer))
+                opts = parse_option_block(r["option"])
+            except (json.JSONDecodeError, KeyError, TypeError) as e:
+                raise DatasetError(f"{p}:{n}: not an XMedBench record ({e})") from None
+            if not m or not opts:
+                raise DatasetError(f"{p}:{n}: no answer letter or no options")
+            yield EvalQuestion(dataset=str(r.get("source") or p.stem), id=f"{p.stem}-{n}", question=r["question"],
+                               options=opts, answer=m.group(0))
+
+
+def load_mmlu_csv(path: str | Path) -> Iterator[EvalQuestion]:
+    p = Path(path)
+    with open(p, encoding="utf-8", newline="") as fh:
+        for n, row in enumerate(csv.reader(fh), 1):
+            if len(row) != 6:
+                raise DatasetError(f"{p}:{n}: expected question,A,B,C,D,answer ({len(row)} fields)")
+            yield EvalQuestion(dataset=f"mmlu:{p.stem}", id=f"{p.stem}-{n}", question=row[0],
+                               options=dict(zip("ABCD", row[1:5])), answer=row[5].strip().upper())
+
+
+def load_pubmedqa(path: str | Path) -> Iterator[EvalQuestion]:
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise DatasetError(f"{p}: not PubMedQA ori_pqal.json ({e})") from None
+    letter = {v: k for k, v in PUBMEDQA_OPTIONS.items()}
+    for pmid, r in data.items():
+        yield EvalQuestion(dataset="pubmedqa", id=str(pmid), question=r["QUESTION"], options=dict(PUBMEDQA_OPTIONS),
+                           answer=letter.get(str(r.get("final_decision", "")).lower(), ""),
+                           context=" ".join(r.get("CONTEXTS", [])), pmid=str(pmid))

@@ -1,0 +1,165 @@
+"""Run a named pipeline over a benchmark: resumable, cached, shardable (evaluation issue).
+
+One file per question in MIRAGE's prediction layout, ``OUT/<dataset>/<method>/<model>/<id>.json``:
+a JSON list whose first element is the JSON string ``{"step_by_step_thinking", "answer_choice"}``
+(so MIRAGE's scorer and ``medr2 eval score --mirage OUT`` read it) and whose second element is
+medr2's full record (gold, prediction, citations, usage, seconds). A killed run continues where
+it stopped: questions whose file exists are skipped. ``manifest.json`` beside the files holds
+the config, models, corpus, versions, seed and totals.
+
+Example::
+
+    >>> from medr2.eval.runner import parse_dataset_spec, in_shard
+    >>> parse_dataset_spec("medqa:100"), parse_dataset_spec("pubmedqa")
+    (('medqa', 100), ('pubmedqa', None))
+    >>> [i for i in range(6) if in_shard(i, (1, 3))]
+    [1, 4]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import re
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+from medr2.eval.datasets import DatasetError, load_mirage, load_mmlu_csv, load_pubmedqa, load_xmedbench
+from medr2.schema import EvalQuestion
+
+MIRAGE_SETS = ("mmlu", "medqa", "medmcqa", "pubmedqa", "bioasq")
+
+
+def parse_dataset_spec(spec: str) -> tuple[str, Optional[int]]:
+    name, _, n = spec.partition(":")
+    if n and not n.isdigit():
+        raise DatasetError(f"dataset spec {spec!r}: the part after ':' must be a number of questions")
+    return name, (int(n) if n else None)
+
+
+def parse_shard(spec: Optional[str]) -> Optional[tuple[int, int]]:
+    if not spec:
+        return None
+    m = re.fullmatch(r"(\d+)/(\d+)", spec)
+    if not m or not 0 <= int(m.group(1)) < int(m.group(2)):
+        raise DatasetError(f"--shard {spec!r} must be i/n with 0 <= i < n")
+    return int(m.group(1)), int(m.group(2))
+
+
+def in_shard(i: int, shard: Optional[tuple[int, int]]) -> bool:
+    return shard is None or i % shard[1] == shard[0]
+
+
+def load_questions(name: str, benchmark: Optional[str]) -> list[EvalQuestion]:
+    """A MIRAGE dataset name (with --benchmark benchmark.json) or a file in a known format."""
+    p = Path(name)
+    if name in MIRAGE_SETS:
+        if not benchmark:
+            raise DatasetError(f"dataset {name!r} is a MIRAGE set: give --benchmark PATH/benchmark.json")
+        return list(load_mirage(benchmark, [name]))
+    if not p.is_file():
+        raise DatasetError(f"dataset {name!r} is neither a MIRAGE set ({', '.join(MIRAGE_SETS)}) nor a file")
+    if p.suffix == ".jsonl":
+        return list(load_xmedbench(p))
+    if p.suffix == ".csv":
+        return list(load_mmlu_csv(p))
+    if p.name.startswith("ori_pqal"):
+        return list(load_pubmedqa(p))
+    raise DatasetError(f"{p}: unknown benchmark format (XMedBench .jsonl, MMLU .csv, PubMedQA ori_pqal.json)")
+
+
+def subset(questions: list[EvalQuestion], n: Optional[int], seed: int) -> list[EvalQuestion]:
+    """A fixed, seeded subset (the same for every method and model)."""
+    if n is None or n >= len(questions):
+        return questions
+    idx = sorted(random.Random(seed).sample(range(len(questions)), n))
+    return [questions[i] for i in idx]
+
+
+def safe_name(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._+-]+", "_", s).strip("_") or "model"
+
+
+def git_commit() -> Optional[str]:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, timeout=5).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def write_atomic(path: Path, data: object) -> None:
+    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def run(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestion], dict], out_dir: Path,
+        manifest: dict, progress: bool = True) -> dict:
+    """Answer every question lacking its file; return totals. ``answer(q)`` gives
+    {"answer", "rationale", "citations", "insufficient", "usage"}."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    qs = list(questions)
+    todo = [q for q in qs if not (out_dir / f"{safe_name(q.id)}.json").exists()]
+    totals = {"questions": len(qs), "skipped_existing": len(qs) - len(todo), "answered": 0, "seconds": 0.0,
+              "prompt_tokens": 0, "completion_tokens": 0, "calls": 0}
+    bar = None
+    if progress and todo:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(todo), desc=out_dir.parent.parent.name + "/" + out_dir.parent.name, unit="q")
+    for q in todo:
+        t = time.perf_counter()
+        res = answer(q)
+        secs = time.perf_counter() - t
+        letter = res.get("answer", "")
+        record = {"id": q.id, "dataset": q.dataset, "gold": q.answer, "prediction": letter,
+                  "correct": bool(q.options) and letter == q.answer, "insufficient": res.get("insufficient", False),
+                  "citations": res.get("citations", []), "seconds": round(secs, 3), "usage": res.get("usage", {})}
+        mirage = json.dumps({"step_by_step_thinking": res.get("rationale", ""), "answer_choice": letter},
+                            ensure_ascii=False)
+        write_atomic(out_dir / f"{safe_name(q.id)}.json", [mirage, record])
+        u = res.get("usage", {})
+        totals["answered"] += 1
+        totals["seconds"] += secs
+        for k in ("prompt_tokens", "completion_tokens", "calls"):
+            totals[k] += int(u.get(k) or 0)
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    manifest = dict(manifest)
+    manifest.update({"totals": totals, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "commit": git_commit(),
+                     "python": platform.python_version()})
+    write_atomic(out_dir / "manifest.json", manifest)
+    return totals
+
+
+def score_run(root: Path) -> list[dict]:
+    """Accuracy per dataset / method / model from medr2 run files: the recorded option letter
+    against the gold one (an answer that is no option letter is wrong, where MIRAGE's own rules
+    would default to "A")."""
+    from medr2.eval.scoring import accuracy
+
+    groups: dict[tuple[str, str, str], list[bool]] = {}
+    for f in sorted(Path(root).rglob("*.json")):
+        if f.name == "manifest.json":
+            continue
+        rel = f.relative_to(root).parts
+        if len(rel) != 4:
+            continue
+        try:
+            record = json.loads(f.read_text(encoding="utf-8"))[1]
+        except (json.JSONDecodeError, IndexError, KeyError, OSError):
+            continue
+        groups.setdefault((rel[0], rel[1], rel[2]), []).append(bool(record.get("correct")))
+    rows = []
+    for (d, m, model), marks in sorted(groups.items()):
+        acc, std = accuracy(marks)
+        rows.append({"dataset": d, "method": m, "model": model, "n": len(marks), "accuracy": round(acc * 100, 2),
+                     "std": round(std * 100, 2)})
+    return rows

@@ -1,0 +1,91 @@
+"""Answer extraction and accuracy, as pure functions (evaluation issue, groundwork).
+
+Two extractors:
+
+* :func:`mirage_letter` applies MIRAGE's own rules, in MIRAGE's order, so its published
+  accuracies are reproduced from its stored predictions: the text after the last
+  ``"answer_choice": "`` of the first string, stripped; a lone letter; a letter followed by
+  " or", " and", "/" or ","; "Option X"; a colon then a letter; a letter followed by ".", a
+  double quote or ":"; otherwise "A".
+* :func:`extract_letter` is the robust one for our own runs: JSON ``answer`` /
+  ``answer_choice``, "Answer: B", a bare letter, or the text of exactly one option; None when
+  nothing matches (counted as wrong and reported).
+
+Example::
+
+    >>> from medr2.eval.scoring import mirage_letter, accuracy
+    >>> mirage_letter('{"step_by_step_thinking": "...", "answer_choice": "C. Ulnar nerve"}')
+    'C'
+    >>> accuracy([True, False, True, True])
+    (0.75, 0.2165)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Optional, Sequence
+
+_LETTERS = "ABCD"
+
+# MIRAGE's rules in order: (pattern, anchored at the start?)
+_MIRAGE_RULES: list[re.Pattern] = [
+    re.compile(r"^\s*([ABCD])$"),
+    re.compile(r"^\s*([ABCD]) or"),
+    re.compile(r"^\s*([ABCD]) and"),
+    re.compile(r"^\s*([ABCD])/"),
+    re.compile(r"^\s*([ABCD]),"),
+    re.compile(r"[Oo]ption ([ABCD])"),
+    re.compile(r":\s*([ABCD])"),
+    re.compile(r"^\s*([ABCD])\."),
+    re.compile(r'^\s*([ABCD])"'),
+    re.compile(r"^\s*([ABCD]):"),
+]
+
+
+def mirage_letter(prediction: str) -> str:
+    text = prediction.split('"answer_choice": "')[-1].strip()
+    for rule in _MIRAGE_RULES:
+        m = rule.search(text)
+        if m:
+            return m.group(1)
+    return "A"
+
+
+_ANSWER_IS = re.compile(r"(?:answer|choice|option)\s*(?:is|:)?\s*[:\-]?\s*\(?([A-J])\)?(?![a-z])", re.I)
+_BARE = re.compile(r"^\s*\(?([A-J])\)?\s*(?:[.):\-]|$)")
+
+
+def extract_letter(text: str, options: dict[str, str]) -> Optional[str]:
+    """The option letter a model's output gives, or None when it gives none unambiguously."""
+    valid = {k.upper() for k in options} or set(_LETTERS)
+    t = (text or "").strip()
+    if not t:
+        return None
+    try:
+        obj = json.loads(t)
+        if isinstance(obj, dict):
+            for key in ("answer", "answer_choice", "choice"):
+                if isinstance(obj.get(key), str):
+                    return extract_letter(obj[key], options)
+    except (json.JSONDecodeError, RecursionError):
+        pass
+    m = _BARE.match(t)
+    if m and m.group(1).upper() in valid:
+        return m.group(1).upper()
+    found = [x.upper() for x in _ANSWER_IS.findall(t) if x.upper() in valid]
+    if found:
+        return found[-1]
+    low = t.lower()
+    hits = [k.upper() for k, v in options.items() if v and v.lower() in low]
+    return hits[0] if len(hits) == 1 else None
+
+
+def accuracy(correct: Sequence[bool]) -> tuple[float, float]:
+    """(accuracy, std) with std = sqrt(p (1 - p) / N), as MIRAGE reports; both rounded to 4 places."""
+    n = len(correct)
+    if n == 0:
+        return 0.0, 0.0
+    p = sum(bool(c) for c in correct) / n
+    return round(p, 4), round(math.sqrt(p * (1 - p) / n), 4)

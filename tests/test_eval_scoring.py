@@ -1,0 +1,134 @@
+"""Evaluation groundwork: answer extraction (MIRAGE's rules and ours), accuracy, benchmark
+loaders, scoring MIRAGE's stored predictions."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from conftest import shared
+
+from medr2.cli import main
+from medr2.eval.datasets import (DatasetError, load_mirage, load_mmlu_csv, load_pubmedqa, load_xmedbench,
+                                 parse_option_block)
+from medr2.eval.mirage import question_id, read_prediction, score_predictions
+from medr2.eval.scoring import accuracy, extract_letter, mirage_letter
+
+
+@pytest.mark.parametrize("text,letter", [
+    ('{"answer_choice": "B"}', "B"),            # 'B"}' -> a letter then a double quote
+    ('"answer_choice": "  C', "C"),             # a lone letter
+    ('"answer_choice": "A or B"}', "A"),
+    ('"answer_choice": "D, because"}', "D"),
+    ('"answer_choice": "the best is Option C"}', "C"),
+    ('"answer_choice": "Answer: D"}', "D"),
+    ('"answer_choice": "B. Thumb"}', "B"),
+    ('"answer_choice": "none of them"}', "A"),  # MIRAGE's default
+    ('x "answer_choice": "C" y "answer_choice": "D"}', "D"),  # the last answer_choice
+])
+def test_mirage_rules(text, letter):
+    assert mirage_letter(text) == letter
+
+
+def test_robust_extraction_and_accuracy():
+    opts = {"A": "Aspirin", "B": "Heparin", "C": "Warfarin"}
+    assert extract_letter('{"answer": "B", "citations": [1]}', opts) == "B"
+    assert extract_letter("The answer is (C).", opts) == "C"
+    assert extract_letter("B) Heparin", opts) == "B"
+    assert extract_letter("I would give warfarin here.", opts) == "C"
+    assert extract_letter("aspirin or heparin", opts) is None
+    assert extract_letter("", opts) is None and extract_letter("Answer: E", opts) is None
+    assert accuracy([True] * 3 + [False]) == (0.75, 0.2165)
+    assert accuracy([]) == (0.0, 0.0)
+
+
+def test_loaders_on_small_files(tmp_path):
+    assert parse_option_block("(A) Aspirin.\n(B) Heparin\n  sodium.\n") == {"A": "Aspirin", "B": "Heparin sodium"}
+    x = tmp_path / "medqa-mcmle.jsonl"
+    x.write_text(json.dumps({"question": "诊断应为", "option": "(A) 甲.\n(B) 乙.", "anwer": "(B)",
+                             "source": "medqa-mcmle"}, ensure_ascii=False) + "\n")
+    q = next(load_xmedbench(x))
+    assert q.dataset == "medqa-mcmle" and q.options == {"A": "甲", "B": "乙"} and q.answer == "B"
+    x.write_text('{"question": "q", "option": "", "anwer": "(B)"}\n')
+    with pytest.raises(DatasetError, match="medqa-mcmle.jsonl:1"):
+        list(load_xmedbench(x))
+    c = tmp_path / "anatomy_dev.csv"
+    c.write_text('"Which bone?",Femur,Tibia,Ulna,Radius,C\n')
+    assert next(load_mmlu_csv(c)).options["C"] == "Ulna"
+    c.write_text("only,three,fields\n")
+    with pytest.raises(DatasetError, match="anatomy_dev.csv:1"):
+        list(load_mmlu_csv(c))
+
+
+def test_loaders_on_the_shared_benchmarks():
+    m = list(load_mirage(shared("benchmarks/mirage/benchmark.json"), ["pubmedqa", "medqa"]))
+    assert len(m) == 500 + 1273 and all(q.answer in q.options for q in m)
+    assert any(q.pmid for q in m if q.dataset == "pubmedqa")
+    p = list(load_pubmedqa(shared("benchmarks/pubmedqa/ori_pqal.json")))
+    assert len(p) == 1000 and p[0].context and p[0].answer in "ABC"
+    x = list(load_xmedbench(shared("benchmarks/xmedbench_dev/zh/medqa-mcmle.jsonl")))
+    assert len(x) == 171 and all(q.answer in q.options for q in x)
+
+
+def test_mirage_stored_predictions_are_scored(tmp_path):
+    assert question_id("test_anatomy-002.json") == "anatomy-002"
+    root = tmp_path / "prediction" / "medqa"
+    (root / "cot" / "OpenAI" / "gpt-x").mkdir(parents=True)
+    (root / "rag_32" / "OpenAI" / "gpt-x" / "medcorp" / "RRF-4").mkdir(parents=True)
+    bench = {"medqa": {"0000": {"answer": "B"}, "0001": {"answer": "C"}}}
+    (root / "cot/OpenAI/gpt-x/test_0000.json").write_text(json.dumps([json.dumps({"answer_choice": "B"})]))
+    (root / "cot/OpenAI/gpt-x/test_0001.json").write_text(json.dumps([json.dumps({"answer_choice": "A. x"})]))
+    (root / "rag_32/OpenAI/gpt-x/medcorp/RRF-4/test_0000.json").write_text("")  # empty file: wrong
+    assert read_prediction(root / "rag_32/OpenAI/gpt-x/medcorp/RRF-4/test_0000.json") == ""
+    rows = score_predictions(tmp_path, bench)
+    assert rows == [
+        {"dataset": "medqa", "setting": "cot", "model": "gpt-x", "n": 2, "accuracy": 50.0, "std": 35.36},
+        {"dataset": "medqa", "setting": "rag_32/medcorp/RRF-4", "model": "gpt-x", "n": 1, "accuracy": 0.0, "std": 0.0},
+    ]
+
+
+def test_eval_score_command_on_mirage_sample():
+    pred = shared("benchmarks/mirage/prediction_sample")
+    bench = shared("benchmarks/mirage/benchmark.json")
+    r = CliRunner().invoke(main, ["eval", "score", "--mirage", str(pred), "--benchmark", str(bench), "--json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    assert len(rows) == 20 and {x["setting"] for x in rows} == {"cot", "rag_32/medcorp/RRF-4"}
+    assert all(x["n"] == 5 for x in rows)
+    mmlu = {(x["setting"], x["model"]): x["accuracy"] for x in rows if x["dataset"] == "mmlu"}
+    assert mmlu[("cot", "gpt-4-32k")] == 100.0
+
+
+@pytest.mark.slow
+def test_eval_run_resumes_and_scores(tmp_path, demo_index_dir):
+    """An offline run (extractive answers) over a small XMedBench-format file: files in MIRAGE's
+    layout, a manifest, resume after an interruption, shards, scoring."""
+    qfile = tmp_path / "tiny.jsonl"
+    rows = [{"question": "Which drug slows kidney disease progression in type 2 diabetes?",
+             "option": "(A) SGLT2 inhibitor.\n(B) Paracetamol.", "anwer": "(A)", "source": "tiny"},
+            {"question": "What is the first-line antibiotic for community-acquired pneumonia?",
+             "option": "(A) Vancomycin.\n(B) Amoxicillin.", "anwer": "(B)", "source": "tiny"},
+            {"question": "Which test diagnoses hypertension?",
+             "option": "(A) Ambulatory blood pressure monitoring.\n(B) Chest X-ray.", "anwer": "(A)", "source": "tiny"}]
+    qfile.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out = tmp_path / "runs"
+    base = ["eval", "run", "--dataset", str(qfile), "--method", "vanilla_rag", "--index", str(demo_index_dir),
+            "--llm", "none", "--out", str(out), "--no-progress"]
+    r = CliRunner().invoke(main, base + ["--limit", "1"])  # an interrupted run: one question done
+    assert r.exit_code == 0, r.output
+    run_dir = out / "tiny" / "vanilla_rag" / "none"
+    assert len(list(run_dir.glob("tiny-*.json"))) == 1
+    r = CliRunner().invoke(main, base + ["--shard", "1/2"])
+    assert json.loads(r.stdout)["questions"] == 1
+    r = CliRunner().invoke(main, base)
+    totals = json.loads(r.stdout)
+    assert totals["questions"] == 3 and totals["skipped_existing"] == 2 and totals["answered"] == 1
+    f = json.loads((run_dir / "tiny-1.json").read_text())
+    assert json.loads(f[0])["answer_choice"] in "AB" and f[1]["gold"] == "A"
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["method"] == "vanilla_rag" and manifest["models"]["generator"] is None
+    r = CliRunner().invoke(main, ["eval", "score", "--run", str(out), "--json"])
+    scored = json.loads(r.stdout)
+    assert scored[0]["n"] == 3 and scored[0]["method"] == "vanilla_rag" and 0 <= scored[0]["accuracy"] <= 100
+    r = CliRunner().invoke(main, ["eval", "run", "--dataset", "medqa:10", "--index", str(demo_index_dir),
+                                  "--out", str(out), "--llm", "none"])
+    assert r.exit_code == 2 and "--benchmark" in r.output
