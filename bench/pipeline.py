@@ -156,48 +156,80 @@ def bench_levels(args, results: dict) -> None:
 
 # -- retrieval ---------------------------------------------------------------------------------
 def bench_retrieval(args, results: dict) -> None:
+    """Coarse sets are computed once per query and formulation; the fine orders are then pure
+    functions of the stored factors, so every variant is scored on the same candidates."""
     spec = importlib.util.spec_from_file_location("bench_retrieval", HERE / "retrieval.py")
     br = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(br)
+    from medr2.appraise.appraiser import base_rows
+    from medr2.appraise.doc_type import EmbeddingDocTyper, doc_type_fit
+    from medr2.appraise.fine import fine_score
     from medr2.eval.retrieval_metrics import mean, ndcg_at_k, recall_at_k
-    from medr2.index.index import Index
-    from medr2.pipelines import Engine, Pipeline
+    from medr2.formulate.classify import question_type_by_cues
+    from medr2.pipelines import Engine
 
     work = Path(tempfile.mkdtemp(prefix="medr2-bench-pipe-"))
     gold = br.build_corpus(br.SCALES[args.scale], work / "corpus")
-    cfg = Config()
-    idx, secs, n = br.timed_ingest(work / "index", work / "corpus", cfg)
+    idx, secs, n = br.timed_ingest(work / "index", work / "corpus", Config())
     idx.close()
     print(f"\nretrieval corpus: {n} passages ingested in {secs:.0f} s", file=sys.stderr)
-    variants = {"hybrid (union)": ("vanilla_rag", False), "+ reformulation (offline)": ("+reformulator", False),
-                "+ fine rerank (f_h * f_g)": ("+reranker", True), "+ both": ("+reformulator+reranker", True)}
+    c = Config()
+    c.formulate.method = "offline"
+    e = Engine.open(work / "index", c, generator="none", scorer="none")
+    typer = EmbeddingDocTyper(e.index.encoder, c.appraise.doc_type_temperature)
+    expected = c.formulate.expected_doc_types
+    variants = ["hybrid (coarse order)", "paper F, unknown e = 9", "F, unknown e = 5"]
     out, rows = {}, []
     for task, queries in gold.items():
-        for name, (pipe, fine) in variants.items():
-            c = Config()
-            c.appraise.coarse_k = 20 if fine else 10
-            c.formulate.method = "offline"
-            c.appraise.conflicts = "off"
-            e = Engine.open(work / "index", c, generator="none", scorer="none")
-            p = Pipeline(e, pipe)
-            rec, nd = [], []
-            t = time.perf_counter()
+        for reform in (False, True):
+            scores = {v: {k: ([], []) for k in (10, 20)} for v in variants}
+            t_fine = 0.0
             for qtext, gold_doc in queries[: args.queries]:
                 gold_rows = br.gold_rows(e.index, gold_doc)
                 if not gold_rows:
                     continue
-                res = p.run(qtext)
-                ranked = [e.index.store.rowid_of(r.passage_id) for r in res.evidence][:10]
-                rec.append(recall_at_k(ranked, gold_rows, 10))
-                nd.append(ndcg_at_k(ranked, gold_rows, 10))
-            ms = (time.perf_counter() - t) / len(rec) * 1000
-            e.close()
-            out.setdefault(task, {})[name] = {"recall@10": round(mean(rec), 4), "ndcg@10": round(mean(nd), 4),
-                                              "ms_per_query": round(ms, 1)}
-            rows.append([task, name, f"{mean(rec):.3f}", f"{mean(nd):.3f}", f"{ms:.0f}"])
+                cls = e.offline_classifier.classify(qtext)
+                q = e.offline_reformulator.reformulate(qtext, cls.ebm_category).query if reform else qtext
+                hits = e.rerank(q, e.retrieve(q, 20), 20, [])
+                t = time.perf_counter()
+                rws = base_rows(hits, e.leveler)
+                vec = e.passage_vectors(hits) if hits else None
+                dists = typer.distributions([h.text for h in hits], vec) if hits else []
+                exp = expected[question_type_by_cues(qtext)]
+                fg = [doc_type_fit(d, exp) for d in dists]
+                t_fine += time.perf_counter() - t
+                rowid = [e.index.store.rowid_of(h.passage_id) for h in hits]
+                for k in (10, 20):
+                    idxs = list(range(min(k, len(hits))))
+                    orders = {
+                        "hybrid (coarse order)": idxs,
+                        "paper F, unknown e = 9": sorted(idxs, key=lambda i: -fine_score(rws[i].f_h, fg[i], 0.0)),
+                        "F, unknown e = 5": sorted(idxs, key=lambda i: -fine_score(
+                            10 - (5 if rws[i].level_source == "default" else rws[i].level), fg[i], 0.0)),
+                    }
+                    for v, order in orders.items():
+                        ranked = [rowid[i] for i in order][:10]
+                        scores[v][k][0].append(recall_at_k(ranked, gold_rows, 10))
+                        scores[v][k][1].append(ndcg_at_k(ranked, gold_rows, 10))
+            nq = len(scores[variants[0]][10][0])
+            for v in variants:
+                for k in (10, 20):
+                    if v.startswith("hybrid") and k == 20:
+                        continue
+                    rec, nd = mean(scores[v][k][0]), mean(scores[v][k][1])
+                    name = f"{'reformulated' if reform else 'question'} / {v}" + ("" if v.startswith("hybrid") else f" / coarse k = {k}")
+                    out.setdefault(task, {})[name] = {"recall@10": round(rec, 4), "ndcg@10": round(nd, 4), "n": nq}
+                    rows.append([task, "offline reformulation" if reform else "question", v,
+                                 "-" if v.startswith("hybrid") else k, f"{rec:.3f}", f"{nd:.3f}"])
+            out[task][f"fine_ms_per_query{'_reformulated' if reform else ''}"] = round(t_fine / max(nq, 1) * 1000, 1)
+    e.close()
     results["retrieval"] = out
-    print(f"\n### Retrieval: plain hybrid vs Med-R2 formulation and appraisal ({args.scale} scale, {n} passages)\n")
-    print(table(rows, ["task", "retrieval", "Recall@10", "nDCG@10", "ms/query"]))
+    print(f"\n### Retrieval: plain hybrid vs Med-R2 formulation and appraisal ({args.scale} scale, {n} passages, "
+          f"{args.queries} queries per task)\n")
+    print("F here has f_u = 0 (usefulness needs a generator's draft answer); coarse order = fused hybrid order.\n")
+    print(table(rows, ["task", "query", "order", "coarse k", "Recall@10", "nDCG@10"]))
+    print("\nFine-stage cost (levels, stored vectors, document types, F): "
+          + ", ".join(f"{t} {out[t]['fine_ms_per_query']:.0f} ms/query" for t in out))
 
 
 # -- latency -----------------------------------------------------------------------------------

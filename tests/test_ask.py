@@ -242,3 +242,35 @@ def test_embedding_doc_types_separate_definitions_from_instructions(encoder):
     assert d_def["definition"] > d_ins["definition"] and d_ins["instruction"] > d_def["instruction"]
     v = np.asarray(encoder.encode_passages(["x"]))
     assert len(t.distributions(["x"], v)) == 1
+
+
+def test_stored_vectors_and_lenient_saved_config(demo_index_dir, tmp_path):
+    import shutil
+
+    from medr2.index.index import IndexError_
+
+    idx = Index.open(demo_index_dir)
+    try:
+        rows = [r for (r,) in idx.store.db.execute("SELECT rowid FROM passages LIMIT 4")]
+        v = idx.vectors_for(rows[::-1])
+        assert v.shape == (4, 384) and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-3)
+        hit = idx.search_dense(v[0], 1)[0]
+        assert hit[0] == rows[-1] and hit[1] == pytest.approx(1.0, abs=1e-3)
+        with pytest.raises(IndexError_, match="no stored vector"):
+            idx.vectors_for([10 ** 9])
+    finally:
+        idx.close()
+    # an index written by a version with settings since dropped or tightened still opens
+    copy = tmp_path / "old"
+    shutil.copytree(demo_index_dir, copy)
+    idx = Index.open(copy)
+    try:
+        data = json.loads(idx.store.get_meta("config"))
+        data.setdefault("apply", {})["cot"] = True
+        data.setdefault("appraise", {})["coarse_k"] = 0
+        with idx.store.transaction():
+            idx.store.set_meta("config", json.dumps(data))
+    finally:
+        idx.close()
+    with Index.open(copy) as again:
+        assert again.config.appraise.coarse_k == Config().appraise.coarse_k

@@ -180,8 +180,9 @@ def _default_expected_doc_types() -> dict[str, list[str]]:
 
 class FormulateConfig(_Cfg):
     # "llm" classifies and reformulates with the generator (JSON schema); "offline" uses the
-    # trained classifier artefact and category cue terms + terminology synonyms; "auto" picks
-    # "llm" when a generator is configured.
+    # trained classifier artefact and category cue terms + terminology synonyms; "auto" uses the
+    # generator when one is configured, except that questions are classified offline with the
+    # bundled Qwen2.5-1.5B (it scored below the offline classifier: bench/README.md).
     method: Literal["auto", "llm", "offline"] = "auto"
     # Offline EBM classifier artefact ("" = the one shipped in the package, trained by
     # `medr2 train-classifier` on MedQuAD).

@@ -37,7 +37,7 @@ from medr2.assess.stop_rule import answer_agreement, mean_shift, should_stop
 from medr2.config import Config
 from medr2.formulate.classify import LLMClassifier, OfflineClassifier, classify_with_fallback
 from medr2.formulate.reformulate import LLMReformulator, OfflineReformulator, Reformulation
-from medr2.index.index import Index
+from medr2.index.index import Index, IndexError_
 from medr2.ingest.loaders.base import detect_language
 from medr2.llm.base import LLM, LLMError, Usage, stage, structured, track
 from medr2.llm.cache import LLMCache
@@ -104,7 +104,11 @@ class Engine:
             raise LLMError("formulate.method = 'llm' needs a generator; set llm.generator or use 'offline'")
         self.offline_classifier = OfflineClassifier.load(cfg.formulate.classifier_path)
         self.offline_classifier.min_confidence = cfg.formulate.classifier_min_confidence
-        self.classifier = LLMClassifier(generator, cfg.llm.json_retries) if use_llm else self.offline_classifier
+        # "auto" classifies offline with the bundled generator: on the benchmark it scored below the
+        # offline classifier (bench/README.md); any other generator classifies.
+        bundled = str(getattr(generator, "bundled", "") or "")
+        llm_classify = use_llm and not (method == "auto" and bundled.startswith("bundled:qwen"))
+        self.classifier = LLMClassifier(generator, cfg.llm.json_retries) if llm_classify else self.offline_classifier
         self._offline_reformulator: Optional[OfflineReformulator] = None
         self.reformulator = LLMReformulator(generator, cfg.llm.json_retries) if use_llm else None
         coarse = LLMPointwiseReranker(generator) if (cfg.appraise.llm_rerank and generator is not None) else None
@@ -180,6 +184,16 @@ class Engine:
         except LLMError as err:
             notes.append(f"coarse reranker failed ({err}); kept the fused order")
             return hits[:k]
+
+    def passage_vectors(self, hits: list[Hit]) -> np.ndarray:
+        """Stored vectors of the hits (heading path + text, as indexed); encoded afresh only if absent."""
+        rowids = [self.index.store.rowid_of(h.passage_id) for h in hits]
+        if all(r is not None for r in rowids):
+            try:
+                return self.index.vectors_for(rowids)
+            except IndexError_:
+                pass
+        return np.asarray(self.index.encoder.encode_passages([h.text for h in hits]), dtype=np.float32)
 
     def index_languages(self) -> set[str]:
         return {language_family(k) for k, v in self.index.store.counts().get("languages", {}).items() if v}
@@ -301,7 +315,7 @@ class Pipeline:
             vecs = None
             if hits and (self.s.fine_rerank or self.s.iterate):
                 with stage("embed"):
-                    vecs = np.asarray(e.index.encoder.encode_passages([h.text for h in hits]), dtype=np.float32)
+                    vecs = e.passage_vectors(hits)
             if self.s.fine_rerank:
                 rows, conflicts = e.appraiser.appraise(question, options, qtype, hits, vecs, reference, notes)
                 res.conflicts = [c.to_dict() for c in conflicts]

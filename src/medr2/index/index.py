@@ -23,6 +23,7 @@ Example::
 from __future__ import annotations
 
 import fcntl
+import json
 import math
 import shutil
 import sqlite3
@@ -102,7 +103,7 @@ class Index:
                     store.set_meta("config", config.model_dump_json())
                     store.set_meta("created", str(time.time()))
             else:
-                saved = Config.model_validate_json(stored)
+                saved = saved_config(stored)
                 config = _bind(saved, config or Config(), path)
             return cls(path, config, store, writable or create, lock_fh)
         except BaseException as e:
@@ -300,6 +301,24 @@ class Index:
         found.sort(key=lambda x: -x[1])
         return found[:k]
 
+    def vectors_for(self, rowids: list[int]) -> np.ndarray:
+        """The stored dense vectors of live passages, in the order asked (no re-encoding)."""
+        dim = int(self.store.get_meta("dense_dim") or 0) or (self.segments[0].index.d if self.segments else 0)
+        out = np.zeros((len(rowids), dim), dtype=np.float32)
+        want = {int(r): i for i, r in enumerate(rowids)}
+        missing = set(want)
+        for seg in self.segments:
+            if not missing:
+                break
+            pos = np.nonzero(np.isin(seg.ids, np.fromiter(missing, dtype=seg.ids.dtype)) & seg.live)[0]
+            for p in pos:
+                r = int(seg.ids[p])
+                out[want[r]] = seg.index.reconstruct(int(p))
+                missing.discard(r)
+        if missing:
+            raise IndexError_(f"no stored vector for {len(missing)} passage(s) (removed since they were found)")
+        return out
+
     def search_dense(self, query_vec: np.ndarray, k: int, allowed: Optional[np.ndarray] = None) -> list[tuple[int, float]]:
         return self._top_k(lambda seg, k, mask: seg.dense_search(query_vec, k, mask), k, allowed)
 
@@ -350,6 +369,24 @@ class Index:
             "memory_bytes": sum(s.memory_bytes() for s in self.segments),
         })
         return counts
+
+
+def saved_config(stored: str) -> Config:
+    """The config stored in an index, read leniently: settings later versions dropped or
+    tightened fall back to defaults (only the settings bound to the index matter here)."""
+    data = json.loads(stored)
+    sections = {}
+    for name, f in Config.model_fields.items():
+        raw = data.get(name)
+        if not isinstance(raw, dict):
+            continue
+        model = f.annotation
+        try:
+            sections[name] = model.model_validate({k: v for k, v in raw.items() if k in model.model_fields})
+        except ValueError:
+            if name in _BOUND:
+                raise
+    return Config(**sections)
 
 
 def _bind(saved: Config, wanted: Config, path: Path) -> Config:

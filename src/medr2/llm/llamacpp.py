@@ -124,6 +124,7 @@ class LlamaCppLLM:
             raise LLMError("llama-cpp-python is not installed; `make install` builds it with the right flags") from None
         self._llama_cpp = llama_cpp
         self.path = resolve_gguf(model)
+        self.bundled = model.lower() if model.lower().startswith("bundled:") else None
         self.name = f"llama.cpp:{self.path.name}"
         self.n_ctx = n_ctx
         self.n_threads = n_threads
