@@ -212,6 +212,7 @@ def test_broken_endpoints_end_in_an_explicit_answer(kind, demo_index_dir, tmp_pa
             res = Pipeline(e, "medr2").run(METFORMIN)
             e.close()
     assert res.insufficient and res.answer.startswith("Insufficient evidence") and not res.citations
+    assert len(res.rounds) == 1 and res.rounds[0].stop_reason == "the generator failed"
     notes = " ".join(res.notes)
     assert "offline classifier" in notes and "offline reformulator" in notes
     assert res.classification["method"].startswith("offline") and res.evidence

@@ -343,6 +343,8 @@ class Pipeline:
                 prev_vecs = vecs if vecs is not None else np.zeros((0, 1), dtype=np.float32)
             answers.append(ans.answer)
             res.rounds.append(rec)
+            if ans.method == "error":  # another round would wait on the same failing generator
+                rec.stop, rec.stop_reason = True, "the generator failed"
             if rec.stop:
                 break
             if (self.s.fine_rerank and self.s.iterate and e.appraiser.usefulness is not None and ans.method == "llm"
