@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 from typing import Iterator
 
+from medr2.ingest.loaders.records import strict_jsonl
 from medr2.schema import EvalQuestion
 
 _OPT = re.compile(r"^\s*\(?([A-J])\)\s*(.*)$")
@@ -61,21 +62,18 @@ def load_mirage(path: str | Path, datasets: list[str] | None = None) -> Iterator
 
 def load_xmedbench(path: str | Path) -> Iterator[EvalQuestion]:
     p = Path(path)
-    with open(p, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                r = json.loads(line)
-                answer = r.get("anwer", r.get("answer"))
-                m = re.search(r"[A-J]", str(answer))
-                opts = parse_option_block(r["option"])
-            except (json.JSONDecodeError, KeyError, TypeError) as e:
-                raise DatasetError(f"{p}:{n}: not an XMedBench record ({e})") from None
-            if not m or not opts:
-                raise DatasetError(f"{p}:{n}: no answer letter or no options")
-            yield EvalQuestion(dataset=str(r.get("source") or p.stem), id=f"{p.stem}-{n}", question=r["question"],
-                               options=opts, answer=m.group(0))
+    for where, r in strict_jsonl(p, DatasetError):
+        try:
+            answer = r.get("anwer", r.get("answer"))
+            m = re.search(r"[A-J]", str(answer))
+            opts = parse_option_block(r["option"])
+        except (KeyError, TypeError, AttributeError) as e:
+            raise DatasetError(f"{where}: not an XMedBench record ({e})") from None
+        if not m or not opts:
+            raise DatasetError(f"{where}: no answer letter or no options")
+        n = where.rsplit(":", 1)[1]
+        yield EvalQuestion(dataset=str(r.get("source") or p.stem), id=f"{p.stem}-{n}", question=r["question"],
+                           options=opts, answer=m.group(0))
 
 
 def load_mmlu_csv(path: str | Path) -> Iterator[EvalQuestion]:

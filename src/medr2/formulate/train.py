@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Iterator
@@ -24,6 +23,7 @@ import numpy as np
 
 from medr2.formulate.classify import OfflineClassifier
 from medr2.formulate.labels import ebm_of_qtype
+from medr2.ingest.loaders.records import strict_jsonl
 
 
 class TrainingDataError(ValueError):
@@ -41,20 +41,16 @@ def read_medquad(path: str | Path) -> Iterator[tuple[str, str, str]]:
     if not p.is_file():
         raise TrainingDataError(f"{p} does not exist; give MedQuAD as JSON Lines with question and qtype fields")
     seen: set[str] = set()
-    with open(p, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                r = json.loads(line)
-                q, qtype = str(r["question"]).strip(), str(r["qtype"])
-            except (json.JSONDecodeError, KeyError, TypeError) as e:
-                raise TrainingDataError(f"{p}:{n}: not a MedQuAD record with question and qtype ({e})") from None
-            key = " ".join(q.lower().split())
-            if not q or key in seen:
-                continue
-            seen.add(key)
-            yield q, ebm_of_qtype(qtype), str(r.get("doc_id") or r.get("focus") or key)
+    for where, r in strict_jsonl(p, TrainingDataError):
+        try:
+            q, qtype = str(r["question"]).strip(), str(r["qtype"])
+        except (KeyError, TypeError) as e:
+            raise TrainingDataError(f"{where}: not a MedQuAD record with question and qtype ({e})") from None
+        key = " ".join(q.lower().split())
+        if not q or key in seen:
+            continue
+        seen.add(key)
+        yield q, ebm_of_qtype(qtype), str(r.get("doc_id") or r.get("focus") or key)
 
 
 def held_out(path: str | Path, test_fraction: float = 0.2) -> list[tuple[str, str]]:

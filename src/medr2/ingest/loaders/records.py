@@ -115,6 +115,19 @@ def record_to_document(
     return Document(doc_id=doc_id, title=title, source_type=stype, sections=[sec], meta=meta)
 
 
+def strict_jsonl(path: str | Path, error: type[Exception]) -> Iterator[tuple[str, Any]]:
+    """``("PATH:LINE", value)`` for each JSON line; the first bad line (or an empty file) raises
+    ``error`` naming it. For inputs that must be whole, such as labelled data."""
+    p = Path(path)
+    try:
+        for item in iter_jsonl(p):
+            if isinstance(item, Problem):
+                raise error(f"{item.path}: {item.reason}")
+            yield item
+    except (LoadError, OSError) as e:
+        raise error(f"{p}: {e}") from None
+
+
 def iter_jsonl(path: Path) -> Iterator[tuple[str, Any] | Problem]:
     """Yield ``("PATH:LINE", value)`` for each JSON line, a Problem for each bad one."""
     if path.stat().st_size == 0:
