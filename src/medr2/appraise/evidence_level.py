@@ -21,6 +21,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Optional
 
+from medr2.formulate.classify import first_cue
 from medr2.llm.base import LLM, LLMError, structured
 
 # Study-design cues, most specific first (our patterns).
@@ -73,10 +74,7 @@ SOURCE_TYPES = {"guideline": "guideline", "entry": "encyclopedia", "book": "text
 
 
 def detect_design(text: str) -> Optional[str]:
-    for name, pattern in DESIGN_CUES:
-        if pattern.search(text):
-            return name
-    return None
+    return first_cue(DESIGN_CUES, text)
 
 
 def design_from_metadata(source_type: str, publication_types: list[str]) -> Optional[str]:

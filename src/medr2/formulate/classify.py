@@ -79,6 +79,11 @@ _TYPE_RULES: list[tuple[str, re.Pattern]] = [
 ]
 
 
+def first_cue(rules: list[tuple[str, re.Pattern]], text: str) -> Optional[str]:
+    """The name of the first rule whose pattern occurs in ``text`` (rules are in precedence order)."""
+    return next((name for name, pattern in rules if pattern.search(text)), None)
+
+
 def question_type_by_cues(question: str) -> str:
     """The first cue rule that fires, in a fixed precedence order; ``factual`` otherwise.
 
@@ -87,10 +92,7 @@ def question_type_by_cues(question: str) -> str:
     >>> question_type_by_cues("Does smoking cause bladder cancer?")
     'verification'
     """
-    for name, pattern in _TYPE_RULES:
-        if pattern.search(question):
-            return name
-    return "factual"
+    return first_cue(_TYPE_RULES, question) or "factual"
 
 
 def is_cost_question(question: str) -> bool:
@@ -120,10 +122,7 @@ def ebm_category_by_cues(question: str) -> Optional[str]:
     >>> ebm_category_by_cues("Should metformin be stopped when eGFR falls below 30?")
     'therapy'
     """
-    for name, pattern in _EBM_CUES:
-        if pattern.search(question):
-            return name
-    return None
+    return first_cue(_EBM_CUES, question)
 
 
 # -- offline EBM classifier: numpy inference on exported TF-IDF + logistic regression -----------
