@@ -212,6 +212,13 @@ def doc_remove(doc_ids, index_dir):
     for d in missing:
         click.echo(f"not found: {d}", err=True)
     click.echo(f"removed {len(present)} document(s), {n} passage(s)")
+    if present:
+        from medr2.kg.build import withdraw_documents
+
+        kg = withdraw_documents(index_dir, present)
+        if kg is not None:
+            click.echo(f"knowledge graph: {kg['triples_removed']} triple(s) removed (no other support), "
+                       f"{kg['triples_rescored']} rescored")
     sys.exit(EXIT_USAGE if missing and not present else (EXIT_PARTIAL if missing else 0))
 
 
@@ -318,7 +325,21 @@ def print_answer(res, explain: bool) -> None:
             click.echo(f"  {_fmt(r.n):>2} {r.passage_id} {r.source_type.value:<9} {r.level}/{r.design:<28} "
                        f"{_fmt(r.doc_type):<16} {r.f_h} {_fmt(r.f_g)} {_fmt(r.f_u)} {_fmt(r.F)}  "
                        f"{'kept' if r.kept else r.reason}  {r.title[:50]}")
+    sg = res.subgraph
+    if sg:
+        links = ", ".join(f"{lk['name']} ({lk['how']} {lk['confidence']})" for lk in sg.get("links", []))
+        click.echo(f"\nLinked entities: {links or 'none'}")
+        click.echo("Knowledge-graph statements (label, tier, Q, triple, passages):")
+        for t in sg.get("triples", []):
+            click.echo(f"  {t['label']:<4} {t['tier']:<11} {_fmt(t['q'])} {t['head']} -{t['relation']}-> {t['tail']}"
+                       f"  [{' '.join(t['text_ids'][:3])}{' ...' if len(t['text_ids']) > 3 else ''}]  {t['triple_id']}")
+        for t in sg.get("withheld", []):
+            click.echo(f"  withheld (exploratory, high-risk): {t['head']} -{t['relation']}-> {t['tail']} {t['triple_id']}")
     for cf in res.conflicts:
+        if cf.get("kind") == "triple":
+            click.echo(f"conflict (graph): {cf['head']} {' vs '.join(cf['relations'])} {cf['tail']} (Q {cf['q']})"
+                       + (f" -> prefer {cf['preferred']}" if cf.get("preferred") else " -> equal quality"))
+            continue
         click.echo(f"conflict: {cf['a']} vs {cf['b']}: {cf['reason'][:200]}"
                    + (f" -> dropped {cf['dropped']}" if cf.get("dropped") else " -> both kept (equal level)"))
     if explain:
@@ -349,13 +370,18 @@ def print_answer(res, explain: bool) -> None:
 @click.option("--scorer", help="Proxy LM for usefulness (default: llm.scorer, bundled SmolLM2-135M).")
 @click.option("--pipeline", "pipeline_name", default="medr2", show_default=True,
               type=click.Choice(["direct", "vanilla_rag", "+reformulator", "+reranker", "+cot",
-                                 "+reformulator+reranker", "+reformulator+cot", "+reranker+cot", "medr2"]))
+                                 "+reformulator+reranker", "+reformulator+cot", "+reranker+cot", "medr2", "kg"]))
+@click.option("--kg", "use_kg", is_flag=True, help="Graph mode (same as --pipeline kg): quality-ranked subgraph, "
+                                                   "its passages and the dense top-5, tier-conditioned prompt.")
 @click.option("--rounds", type=click.IntRange(1, 20), help="Maximum retrieval rounds T (default: assess.max_rounds).")
 @click.option("--explain", is_flag=True, help="Show every round, all coarse passages and per-stage usage.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (answer, rationale, citations, "
                                                       "evidence, rounds, usage, ...).")
-def ask(question, index_dir, config_path, option_pairs, llm_spec, scorer, pipeline_name, rounds, explain, as_json):
-    """Answer a question from the index with cited, appraised evidence (Med-R2)."""
+def ask(question, index_dir, config_path, option_pairs, llm_spec, scorer, pipeline_name, use_kg, rounds, explain,
+        as_json):
+    """Answer a question from the index with cited, appraised evidence (Med-R2, or the graph with --kg)."""
+    if use_kg:
+        pipeline_name = "kg"
     from medr2.llm.base import LLMError
     from medr2.pipelines import Engine, Pipeline
     from medr2.search.hybrid import QueryError
@@ -545,3 +571,6 @@ def demo(index_dir, k, llm_spec):
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+from medr2 import cli_kg  # noqa: E402,F401  (registers `medr2 kg ...`)

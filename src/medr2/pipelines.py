@@ -53,6 +53,7 @@ class Settings:
     fine_rerank: bool = False
     cot: bool = False
     iterate: bool = False
+    kg: bool = False  # quality-weighted graph retrieval + tier-conditioned prompt (medr2 ask --kg)
 
 
 PIPELINES: dict[str, Settings] = {
@@ -65,6 +66,7 @@ PIPELINES: dict[str, Settings] = {
     "+reformulator+cot": Settings(reformulate=True, cot=True),
     "+reranker+cot": Settings(fine_rerank=True, cot=True),
     "medr2": Settings(reformulate=True, fine_rerank=True, cot=True, iterate=True),
+    "kg": Settings(cot=True, kg=True),
 }
 
 # Tokens reserved in the generator's window for the instructions, demonstrations and answer.
@@ -116,6 +118,7 @@ class Engine:
         self.leveler = EvidenceLeveler(cfg.appraise.levels, cfg.appraise.unknown_level,
                                        generator if cfg.appraise.level_llm else None)
         self._appraiser: Optional[Appraiser] = None
+        self._graph = None
         self.answerer_cot = CitedAnswerer(generator, True, cfg.apply.few_shot, cfg.apply.max_answer_tokens,
                                           cfg.llm.json_retries)
         self.answerer_plain = CitedAnswerer(generator, False, cfg.apply.few_shot, cfg.apply.max_answer_tokens,
@@ -142,6 +145,26 @@ class Engine:
         self.index.close()
         if self.cache is not None:
             self.cache.close()
+        if self._graph is not None:
+            self._graph.kg.close()
+
+    @property
+    def graph(self):
+        """The graph searcher over the index's knowledge graph (built by ``medr2 kg build``)."""
+        if self._graph is None:
+            from medr2.kg.build import KG_FILE, library_for
+            from medr2.kg.store import KGStore
+            from medr2.search.graph import GraphSearcher
+
+            path = self.index.path / KG_FILE
+            kg = KGStore(path) if path.is_file() else None
+            if kg is None or not kg.counts()["triples"]:
+                if kg is not None:
+                    kg.close()
+                raise ValueError(f"the index {self.index.path} has no knowledge graph; build it with "
+                                 f"`medr2 kg build --index {self.index.path}`")
+            self._graph = GraphSearcher(kg, library_for(self.config.kg), self.config, self.index)
+        return self._graph
 
     @property
     def offline_reformulator(self) -> OfflineReformulator:
@@ -243,7 +266,9 @@ class Pipeline:
         res = AskResult(question=question, options=options, pipeline=self.name, models=e.model_names())
         t0 = time.perf_counter()
         with track(usage):
-            if not self.s.retrieve:
+            if self.s.kg:
+                self._kg(question, options, res)
+            elif not self.s.retrieve:
                 with stage("generate"):
                     ans = direct_answer(e.generator, question, options, self.s.cot, cfg.apply.max_answer_tokens)
                 self._finish(res, ans)
@@ -352,6 +377,52 @@ class Pipeline:
                 reference = ans.answer if not options else f"{ans.answer}. {options.get(ans.answer, '')}"
         if self.s.iterate and res.rounds and not res.rounds[-1].stop:
             res.rounds[-1].stop_reason = f"reached T = {self.rounds} rounds"
+        res.evidence = rows
+        self._finish(res, ans)
+
+    def _kg(self, question: str, options: dict[str, str], res: AskResult) -> None:
+        """Graph mode: linked entities, the quality-ranked subgraph, the passages its triples come
+        from united with the dense top-5, and a tier-conditioned prompt."""
+        from medr2.apply.kg_prompt import tier_block
+
+        e, cfg = self.engine, self.engine.config
+        self._formulate(question, res)
+        with stage("graph"):
+            g = e.graph.search(question)
+        triples = g["triples"]
+        order: list[str] = []
+        for t in triples:
+            order += [x for x in t["text_ids"] if x not in order]
+        order += [p["passage_id"] for p in g["passages"] if p["passage_id"] not in order]
+        rows_by_id = e.graph.passages_by_id(order)
+        hits = [Hit(passage_id=pid, doc_id=r["doc_id"], title=r["title"] or "", source_type=r["source_type"],
+                    heading_path=r["heading_path"], text=r["text"], language=r["language"] or "en", year=r["year"],
+                    publication_types=r["publication_types"], score=0.0)
+                for pid in order if (r := rows_by_id.get(pid)) is not None]
+        with stage("evidence_level"):
+            rows = base_rows(hits, e.leveler)
+        dense_ids = {p["passage_id"] for p in g["passages"]}
+        for r in rows:
+            r.reason = "dense top-5" if r.passage_id in dense_ids else ""
+        with stage("pack"):
+            evidence = self._pack(rows, self._budget() - 400)  # room for the statements
+        numbers = {x.passage_id: x.n for x in evidence}
+        block, shown, withheld = tier_block(triples, numbers, set(cfg.kg.high_risk_relations), g["conflicts"])
+        with stage("generate"):
+            try:
+                ans = e.answerer_cot.answer(question, options, evidence, graph=block or None)
+            except LLMError as err:
+                ans = Answer(f"Insufficient evidence: the generator failed ({err}).", insufficient=True,
+                             method="error", notes=[str(err)])
+        if not triples:
+            ans.notes.insert(0, "no entity of the question links to the knowledge graph; answered from the dense "
+                                "passages only")
+        keep = ("triple_id", "label", "head", "head_id", "head_type", "relation", "tail", "tail_id", "tail_type", "q",
+                "tier", "schema_conf", "evid_score", "score", "relevance", "hop", "text_ids", "attrs")
+        res.subgraph = {"links": g["links"], "triples": [{k: t.get(k) for k in keep} for t in shown],
+                        "withheld": [{k: t.get(k) for k in keep if k != "label"} for t in withheld],
+                        "conflicts": g["conflicts"], "timings_ms": g["timings_ms"], "prompt": block}
+        res.conflicts = [{"kind": "triple", **c} for c in g["conflicts"]]
         res.evidence = rows
         self._finish(res, ans)
 

@@ -222,6 +222,8 @@ class AskResult(_Model):
     evidence: list[EvidenceRow] = Field(default_factory=list)
     conflicts: list[dict[str, Any]] = Field(default_factory=list)
     rounds: list[RoundRecord] = Field(default_factory=list)
+    # graph mode (--kg): linked entities, the tiered statements shown (label T#), withheld ones, conflicts
+    subgraph: dict[str, Any] = Field(default_factory=dict)
     usage: dict[str, Any] = Field(default_factory=dict)
     models: dict[str, Optional[str]] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)

@@ -100,7 +100,9 @@ class CitedAnswerer:
         self.max_tokens = max_tokens
         self.retries = retries
 
-    def answer(self, question: str, options: dict[str, str], evidence: list[EvidenceItem]) -> Answer:
+    def answer(self, question: str, options: dict[str, str], evidence: list[EvidenceItem],
+               graph: Optional[str] = None) -> Answer:
+        """``graph``: the tier-conditioned knowledge-graph block (:mod:`medr2.apply.kg_prompt`)."""
         from medr2.apply.prompts import answer_messages
 
         if not evidence:
@@ -110,14 +112,14 @@ class CitedAnswerer:
             return extractive_answer(question, options, evidence)
         items = [e.prompt_dict() for e in evidence]
         schema = answer_schema(len(evidence), options, self.cot)
-        msgs = answer_messages(question, options, items, self.cot, self.few_shot)
+        msgs = answer_messages(question, options, items, self.cot, self.few_shot, graph)
         try:
             out = structured(self.llm, msgs, schema, max_tokens=self.max_tokens, retries=self.retries)
         except LLMError as e:
             if not self.cot:
                 raise
             # bounded repair: a rationale that overran max_tokens leaves invalid JSON; answer without it
-            out = structured(self.llm, answer_messages(question, options, items, False, self.few_shot),
+            out = structured(self.llm, answer_messages(question, options, items, False, self.few_shot, graph),
                              answer_schema(len(evidence), options, False), max_tokens=self.max_tokens, retries=0)
             ans = finish(out, evidence, options)
             ans.notes.insert(0, f"no valid chain of thought ({str(e)[:160]}); answered without one")

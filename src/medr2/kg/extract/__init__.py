@@ -1,0 +1,1 @@
+"""Triple extractors: deterministic rules, the structured reader of guideline summaries, the LLM."""
