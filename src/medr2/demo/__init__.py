@@ -60,6 +60,34 @@ def answer_questions(index_dir: Path, llm: str, qs: list[dict]) -> int:
     return 0
 
 
+def show_graph(index_dir: Path, question: str) -> None:
+    """Build the quality-aware knowledge graph of the demo index and show the subgraph of a question."""
+    from medr2.config import Config
+    from medr2.index.index import Index
+    from medr2.kg.build import KGBuilder, library_for, make_extractors, open_kg, sync_index
+    from medr2.search.graph import GraphSearcher
+
+    cfg = Config()
+    click.echo("\nBuilding the knowledge graph (rules + structured extractors; the first run builds the "
+               "terminology library, about a minute)...")
+    kg = open_kg(index_dir)
+    try:
+        lib = library_for(cfg.kg)
+        with Index.open(index_dir) as idx:
+            r = sync_index(idx.store, KGBuilder(kg, lib, make_extractors(cfg.kg.extractors, lib), cfg.kg))
+            c = kg.counts()
+            click.echo(f"graph: {c['triples']} triples ({r['documents_added']} documents read now), tiers {c['tiers']}")
+            g = GraphSearcher(kg, lib, cfg, idx).search(question)
+        click.echo(f"\nGraph view of: {question}")
+        click.echo("  linked: " + (", ".join(f"{lk['name']} ({lk['how']})" for lk in g["links"]) or "none"))
+        for t in g["triples"][:6]:
+            click.echo(f"  {t['tier']:<11} Q {t['q']:.2f} {t['head']} -{t['relation']}-> {t['tail']}  "
+                       f"[{' '.join(t['text_ids'][:2])}]")
+        click.echo("  (medr2 ask --kg answers from this subgraph with a tier-conditioned prompt)")
+    finally:
+        kg.close()
+
+
 def run_demo(index_dir: Path, k: int = 3, llm: str = "") -> int:
     from medr2.index.index import Index
     from medr2.ingest.pipeline import ingest
@@ -91,6 +119,7 @@ def run_demo(index_dir: Path, k: int = 3, llm: str = "") -> int:
                 click.echo(f"     {text[:220]}{'...' if len(text) > 220 else ''}")
     if report.status != "ok":
         return 1
+    show_graph(index_dir, questions()[0]["question"])
     if llm:
         return answer_questions(index_dir, llm, questions())
     return 0
