@@ -389,6 +389,7 @@ def zh_list_entries(spec: str) -> Iterator[tuple[str, str, str, list[str]]]:
             yield f"zh:{t}", t, etype, []
 
 
+_SLASH = re.compile(r"(\w+)/(\w+)")
 _GBT_CODE = re.compile(r"^\d+(?:\.\d+)+\s*$")
 _GBT_TERM = re.compile(r"^\s+([\u3400-\u9fff][^\sA-Za-z]*)\s{2,}([A-Za-z].*?)\s*$")
 _GBT_ALT = re.compile(r"^\s+([\u3400-\u9fff][\u3400-\u9fff、，]{1,30})\s*$")
@@ -418,7 +419,9 @@ def gbt16751_entries(path: str) -> Iterator[tuple[str, str, str, list[str]]]:
             m = _GBT_TERM.match(line)
             if m:
                 zh, en = m.group(1), m.group(2)
-                syns = [en] + [e.strip() for e in re.split(r"[;/]", en) if e.strip() and e.strip() != en]
+                # "yin syndrome/pattern" reads "yin syndrome" or "yin pattern"
+                syns = [en] + [_SLASH.sub(lambda m: m.group(k), en) for k in (1, 2) if "/" in en]
+                syns += [e.strip() for e in en.split(";") if ";" in en and e.strip()]
                 current = [f"tcm:{part_type[0]}{code}", zh, part_type, syns]
             continue
         if current is not None:

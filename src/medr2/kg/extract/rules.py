@@ -190,7 +190,11 @@ class RuleExtractor:
 
     # -- Chinese ---------------------------------------------------------------------------------
     def _zh_relation(self, sent: str, a: Mention, b: Mention, ms: list[Mention]) -> Optional[tuple[str, str, str]]:
-        between = sent[a.end:b.start].strip("，, ")
+        between = sent[a.end:b.start]
+        for m in ms:  # list coordination: "表现为头痛、头晕" reads the same for both symptoms
+            if a.end <= m.start and m.end <= b.start:
+                between = between.replace(m.surface, "、", 1)
+        between = re.sub(r"^[、，,和及与\s]+|[、，,和及与\s]+$", "", between)
         after = sent[b.end:b.end + 8]
         neg = bool(ZH_NEGATION.search(between))
         core = ZH_NEGATION.sub("", between)
