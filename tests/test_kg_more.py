@@ -148,6 +148,10 @@ def test_personalized_graph_cases_and_export(demo_index_dir, tmp_path):
     found = json.loads(cli("kg", "search", "Does metformin cause lactic acidosis in kidney failure?", "--index", path,
                            "--cases", "--json").stdout)
     assert found["cases"]["cases"][0]["case_id"] == "c1"
+    res = json.loads(cli("ask", "Does metformin cause lactic acidosis in kidney failure?", "--index", path, "--kg",
+                         "--llm", "none", "--json").stdout)
+    assert res["subgraph"]["cases"] and res["subgraph"]["cases"][0]["case_id"] == "c1"
+    assert "Solved cases" in res["subgraph"]["prompt"]
     out_file = tmp_path / "sft.json"
     cli("kg", "export-reasoning", "--index", path, "--out", out_file)
     recs = json.loads(out_file.read_text())

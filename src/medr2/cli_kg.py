@@ -155,14 +155,17 @@ def kg_show(entity, index_dir, config_path, limit, as_json):
             links = [{"entity_id": lk.entity_id, "name": lk.name, "how": lk.how} for lk in found]
         triples = sorted(kg.triples_of_entities(ids), key=lambda t: -(t["q"] or 0))[:limit]
         out = [_triple_view(kg, t) | {"text_ids": kg.text_ids(t["triple_id"])} for t in triples]
+        titles = kg.macro_of_entity(ids[0], 10) if ids else []
     finally:
         kg.close()
     if not ids:
         _fail(f"no entity of the graph matches {entity!r}", EXIT_USAGE)
     if as_json:
-        click.echo(json.dumps({"links": links, "triples": out}, indent=2, ensure_ascii=False))
+        click.echo(json.dumps({"links": links, "triples": out, "macro": titles}, indent=2, ensure_ascii=False))
         return
     click.echo("entities: " + ", ".join(f"{lk.get('name', lk['entity_id'])} [{lk['entity_id']}]" for lk in links))
+    if titles:
+        click.echo("under headings: " + "; ".join(f"{t['title']} ({t['doc_id']})" for t in titles[:5]))
     for t in out:
         click.echo(f"{t['triple_id']} {t['tier']:<11} Q {t['q']:.2f} (S {t['schema_conf']:.2f} E {t['evid_score']:.2f}) "
                    f"{t['head']} -{t['relation']}-> {t['tail']}  [{' '.join(t['text_ids'][:3])}]")
@@ -392,10 +395,13 @@ def kg_export_reasoning(index_dir, out_path, fmt):
 @config_opt
 @click.option("--union", "with_union", is_flag=True, help="Also the macro-micro union of passages.")
 @click.option("--cases", "with_cases", is_flag=True, help="Also match the personalized graph.")
+@click.option("--llm", "llm_spec", help="Decompose the question into a triple path with this generator "
+                                        "(default: the deterministic extractor).")
 @click.option("--json", "as_json", is_flag=True)
-def kg_search(question, index_dir, config_path, with_union, with_cases, as_json):
+def kg_search(question, index_dir, config_path, with_union, with_cases, llm_spec, as_json):
     """Graph retrieval: linked entities, the quality-ranked subgraph, conflicts, dense top-5."""
     from medr2.kg.build import library_for
+    from medr2.llm.base import LLMError
     from medr2.search.graph import GraphSearcher
     from medr2.search.hybrid import QueryError, validate_query
 
@@ -412,9 +418,16 @@ def kg_search(question, index_dir, config_path, with_union, with_cases, as_json)
             from medr2.kg.extract.rules import RuleExtractor
             from medr2.kg.personalized import match_cases
 
-            out["cases"] = match_cases(kg, idx.encoder, question, RuleExtractor(gs.linker))
+            llm = None
+            if llm_spec:
+                from medr2.llm.factory import load_llm, open_cache
+
+                llm = load_llm(llm_spec, idx.config.llm, open_cache(idx.config.llm, index_dir))
+            out["cases"] = match_cases(kg, idx.encoder, question, RuleExtractor(gs.linker), llm)
     except QueryError as e:
         _fail(str(e), EXIT_USAGE)
+    except LLMError as e:
+        _fail(str(e), EXIT_FAIL)
     except _model_errors() as e:
         _fail(str(e), EXIT_FAIL)
     finally:

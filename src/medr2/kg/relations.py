@@ -141,7 +141,8 @@ def _cue(rel: str, direction: str, pattern: str) -> Cue:
 EN_CUES: list[Cue] = [
     # treats
     _cue("recommended_for", "fwd", rf"(?:{_BE}\s+)?{_MOD}(?:recommended|suggested|offered|advised|preferred)\s+(?:as\s+(?:first-line\s+)?(?:treatment|therapy)\s+)?(?:to|for|in)\s+(?:the\s+)?(?:treatment of\s+|management of\s+)?{_OPT_PAT}"),
-    _cue("treats", "fwd", rf"(?:{_BE}\s+)?{_MOD}(?:used|given|prescribed|administered|effective|efficacious|beneficial|indicated|approved)\s+(?:to treat|for the treatment of|in the treatment of|for treating|for the management of|in the management of|in|for|against)\s+(?:the\s+)?{_OPT_PAT}"),
+    _cue("treats", "fwd", rf"(?:{_BE}\s+)?{_MOD}(?:used|given|prescribed|administered|effective|efficacious|beneficial|indicated|approved)\s+(?:to treat|for the treatment of|in the treatment of|for treating|for the management of|in the management of)\s+(?:the\s+)?{_OPT_PAT}"),
+    _cue("treats", "fwd", rf"(?:{_BE}\s+)?{_MOD}(?:effective|efficacious|beneficial|approved)\s+(?:for|in|against)\s+(?:the\s+)?{_OPT_PAT}"),
     _cue("treats", "fwd", rf"(?:{_BE}\s+)?{_MOD}(?:an?|the)?\s*(?:effective|standard|first-line|preferred|recommended|established|main|primary|mainstay of)?\s*(?:treatment|therapy|drug|agent|medication|option|choice)s?\s+(?:of choice\s+)?(?:for|of|in)\s+(?:the\s+)?{_OPT_PAT}"),
     _cue("treats", "fwd", rf"{_MOD}(?:treats?|treated|cures?|cured|improves?|improved|relieves?|relieved|alleviates?|ameliorates?|reduces? symptoms of|controls?|manages?|resolves?)\s+(?:the\s+)?(?:symptoms of\s+)?{_OPT_PAT}"),
     _cue("treats", "rev", rf"(?:{_BE}\s+)?{_MOD}(?:treated|managed|controlled|relieved|improved|cured)\s+(?:with|by|using|through)\s+(?:an?\s+|the\s+)?(?:\w+\s+)?"),

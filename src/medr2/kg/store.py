@@ -24,7 +24,7 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional, Protocol
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -71,6 +71,27 @@ CREATE TABLE IF NOT EXISTS case_support (case_id TEXT, text_id TEXT, score REAL,
 TRIPLE_COLUMNS = ["triple_id", "head_id", "relation", "tail_id", "entity_score", "relation_score", "type_score",
                   "direction_score", "schema_conf", "agreement", "support", "human", "evid_score", "q", "tier",
                   "n_passages", "extractors", "updated"]
+
+
+class GraphStore(Protocol):
+    """What the graph workflows need from a store; a server database can implement the same."""
+
+    def transaction(self) -> Any: ...
+    def get_meta(self, key: str, default: Optional[str] = None) -> Optional[str]: ...
+    def set_meta(self, key: str, value: str) -> None: ...
+    def docs(self) -> dict[str, tuple[str, list[str]]]: ...
+    def mark_doc(self, doc_id: str, content_hash: str, extractors: list[str]) -> None: ...
+    def remove_doc(self, doc_id: str, extractors: Optional[Iterable[str]] = None) -> set[str]: ...
+    def put_entity(self, entity_id: str, name: str, etype: Optional[str]) -> None: ...
+    def add_source(self, tid: str, head_id: str, relation: str, tail_id: str, src: dict[str, Any]) -> bool: ...
+    def triple(self, tid: str) -> Optional[dict[str, Any]]: ...
+    def triples_of_entities(self, entity_ids: Iterable[str]) -> list[dict[str, Any]]: ...
+    def sources(self, tid: str) -> list[dict[str, Any]]: ...
+    def set_quality(self, tid: str, values: dict[str, Any]) -> None: ...
+    def log_review(self, tid: str, action: str, reviewer: str, note: str, before: Any, after: Any) -> int: ...
+    def reject(self, tid: str) -> None: ...
+    def put_macro(self, doc_id: str, nodes: list[dict[str, Any]]) -> None: ...
+    def counts(self) -> dict[str, Any]: ...
 
 
 def triple_id(head_id: str, relation: str, tail_id: str) -> str:
@@ -354,6 +375,25 @@ class KGStore:
 
     def macro_texts(self, node_id: str) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT text_id FROM macro_passages WHERE node_id=?", (node_id,))]
+
+    def entities_of_macro(self, node_id: str, limit: int = 100) -> list[dict[str, Any]]:
+        """Micro entities under a title node (through the passages they share), most frequent first."""
+        q = ("SELECT e, COUNT(*) n FROM (SELECT t.head_id e FROM macro_passages mp JOIN sources s ON s.text_id=mp.text_id "
+             "JOIN triples t ON t.triple_id=s.triple_id WHERE mp.node_id=? UNION ALL SELECT t.tail_id FROM macro_passages mp "
+             "JOIN sources s ON s.text_id=mp.text_id JOIN triples t ON t.triple_id=s.triple_id WHERE mp.node_id=?) "
+             "GROUP BY e ORDER BY n DESC LIMIT ?")
+        rows = self.db.execute(q, (node_id, node_id, limit)).fetchall()
+        ents = self.entities([r[0] for r in rows])
+        return [{**ents.get(e, {"entity_id": e, "name": e, "type": None}), "passages": n} for e, n in rows]
+
+    def macro_of_entity(self, entity_id: str, limit: int = 50) -> list[dict[str, Any]]:
+        """Title nodes whose passages mention the entity in a triple (the other direction of the link)."""
+        q = ("SELECT n.node_id, n.doc_id, n.title, n.depth, COUNT(DISTINCT mp.text_id) FROM triples t "
+             "JOIN sources s ON s.triple_id=t.triple_id JOIN macro_passages mp ON mp.text_id=s.text_id "
+             "JOIN macro_nodes n ON n.node_id=mp.node_id WHERE t.head_id=? OR t.tail_id=? "
+             "GROUP BY n.node_id ORDER BY COUNT(DISTINCT mp.text_id) DESC LIMIT ?")
+        return [dict(zip(["node_id", "doc_id", "title", "depth", "passages"], r))
+                for r in self.db.execute(q, (entity_id, entity_id, limit))]
 
     def macro_nodes_titled(self, like: str, limit: int = 50) -> list[dict[str, Any]]:
         return [dict(zip(["node_id", "doc_id", "title", "depth"], r)) for r in self.db.execute(

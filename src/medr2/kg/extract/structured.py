@@ -42,7 +42,10 @@ FIELDS = {
     "recommendations": "Major Recommendations",
 }
 _BULLET = re.compile(r"^\s*(?:[-•*·]|\d+[.)]|[a-z][.)])\s*")
-_SKIP_LINE = re.compile(r"(?i)^(?:note|none|not stated|see |refer to|the following|definitions?:|this guideline)")
+_SKIP_LINE = re.compile(r"(?i)^(?:note|none|not stated|see |refer to|the following|definitions?:|this guideline|"
+                        r"key question|kq\s*\d|the guideline does not|does not address|excluded|exclusion)")
+# an item cut where a list continues on the next lines ("... including", "... with", ">= 250 mg/dL or")
+_CUT_ITEM = re.compile(r"(?i)(?:\b(?:including|with|without|or|and|as measured by|such as|of|for|in|to|the)|[:,(])\s*$")
 _STRENGTH = [
     re.compile(r"\(\s*(?:Level|Grade|Strength(?: of Recommendation)?|SOR|Recommendation(?: grade)?)\s*[:=]?\s*([A-D]|U|I{1,3}|IV|Strong|Weak|Moderate|Conditional)\b", re.I),
     re.compile(r"\[\s*([A-D])\s*[\];,]"),
@@ -58,8 +61,8 @@ _EVIDENCE = [
     re.compile(r"\b(high|moderate|low|very low)[- ]quality evidence", re.I),
 ]
 _NEG = re.compile(r"(?i)\b(?:should not|must not|do not|does not|not recommended|recommend(?:s|ed)? against|"
-                  r"avoid|against the use|discourage|not be (?:used|offered|given|prescribed|routinely)|"
-                  r"not routinely|no role)\b")
+                  r"avoid|avoided|against the use|discourage|not be (?:used|offered|given|prescribed|routinely)|"
+                  r"not routinely|no role|not indicated|not effective|no benefit)\b")
 _POS = re.compile(r"(?i)\b(?:should|recommend(?:s|ed)?|consider|is indicated|are indicated|must|advised|suggest(?:s|ed)?|"
                   r"offer|is effective|are effective|is appropriate|use\b|give\b|prescribe|start)\b")
 _UNCERTAIN = re.compile(r"(?i)\b(?:insufficient evidence|inconclusive|unproven|cannot be made|Level U)\b")
@@ -105,7 +108,8 @@ def field_items(text: str, limit: int) -> list[str]:
     items = []
     for line in merged:
         line = " ".join(_BULLET.sub("", line).split()).rstrip(".;,:")
-        if 2 < len(line) <= 160 and not _SKIP_LINE.match(line):
+        if 2 < len(line) <= 160 and not _SKIP_LINE.match(line) and not _CUT_ITEM.search(line) \
+                and "/" not in line.split(" ")[-1]:
             items.append(line)
     return items[:limit]
 
@@ -207,14 +211,20 @@ class StructuredExtractor:
                     continue
                 grade = parse_grade(st) or dict(lead_grade)
                 mentions = self.library.mentions(st)
-                ivs = [self.library.match(m.surface, fuzzy=False) for m in mentions
-                       if type_satisfies(m.type, _INTERVENTION_TYPES)]
                 low = st.lower()
-                ivs += [m for m, key in known_iv if key in low and all(key not in x.surface.lower() for x in ivs)]
+                # the guideline's own interventions first: a statement naming one is about it; other
+                # drugs and procedures it mentions are often context (prior treatment, alternatives)
+                ivs = [m for m, key in known_iv if key in low]
+                if not ivs:
+                    ivs = [self.library.match(m.surface, fuzzy=False) for m in mentions
+                           if type_satisfies(m.type, _INTERVENTION_TYPES) and m.type not in ("Chemical", "Food")]
                 targets = [self.library.match(m.surface, fuzzy=False) for m in mentions
                            if type_satisfies(m.type, _TARGET_TYPES)]
                 if not targets and conditions:
-                    targets = conditions[:1]
+                    # the guideline's condition, inferred rather than named: a weaker link
+                    c0 = conditions[0]
+                    targets = [Match(c0.entity_id, c0.name, c0.type, "suggestion" if c0.level in ("exact", "synonym")
+                                     else c0.level, c0.surface)]
                 rel = "recommended_for" if pol > 0 else "not_recommended_for"
                 attrs = {"field": FIELDS["recommendations"], "statement": st[:600], **grade}
                 for iv in ivs[:3]:
