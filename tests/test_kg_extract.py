@@ -196,3 +196,10 @@ def test_types_and_conflicts():
     assert type_satisfies(None, ("Intervention",)) is None
     assert conflicting("treats", "not_treats") and conflicting("recommended_for", "not_recommended_for")
     assert not conflicting("treats", "symptom_of")
+
+
+def test_head_of_an_unknown_longer_phrase_is_a_suggestion(lib):
+    lv = lambda text: [(m.entity_id, m.level) for m in lib.mentions(text)]  # noqa: E731
+    assert lv("Offer it for pulmonary hypertension.") == [("mesh:hypertension", "suggestion")]  # a narrower concept
+    assert lv("Offer it in severe hypertension.") == [("mesh:hypertension", "exact")]  # severity does not narrow it
+    assert lv("Offer it to adults with hypertension.") == [("mesh:hypertension", "exact")]

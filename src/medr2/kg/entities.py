@@ -65,12 +65,28 @@ GENERIC = {
     "cholesterol", "urea", "lead", "thyrotropin", "insulin resistance", "lactate", "ferritin", "troponin",
     "acute", "chronic", "severe", "moderate", "mild", "localized", "recurrent", "refractory", "stable", "transient",
     "central", "left", "right", "bilateral", "progressive", "overactivity", "abnormality",
+    "contraindications", "prognosis", "reflex", "speech", "elements", "serum", "bile", "injections", "transplantation",
+    "survivors", "nurses", "physicians", "caregivers",
 }
 _MODIFIERS = {"acute", "chronic", "severe", "mild", "moderate", "early", "advanced", "primary", "secondary",
               "recurrent", "persistent", "uncomplicated", "complicated", "suspected", "known", "adult", "pediatric",
               "paediatric", "childhood", "new", "onset", "new-onset", "established", "stable", "unstable", "the",
               "a", "an", "patients", "patient", "with", "people", "of", "in", "for", "and", "treatment", "management",
               "therapy", "diagnosis", "prevention", "screening", "use", "adults", "children", "women", "men"}
+
+
+# Words that may precede a mention without narrowing it (function words, verbs of guideline prose).
+_PHRASE_BOUNDARY = {
+    "a", "an", "the", "of", "in", "for", "with", "without", "to", "and", "or", "by", "on", "at", "as", "from", "than",
+    "is", "are", "was", "were", "be", "been", "has", "have", "had", "not", "no", "use", "using", "used", "offer",
+    "consider", "give", "start", "stop", "avoid", "recommend", "recommended", "prescribe", "include", "including",
+    "such", "like", "versus", "vs", "plus", "after", "before", "during", "if", "when", "whether", "that", "which",
+    "who", "whose", "their", "his", "her", "its", "all", "any", "some", "other", "both", "either", "each", "per",
+    "about", "into", "via", "between", "among", "against", "suspected", "possible", "probable", "confirmed",
+    "treat", "treated", "treating", "manage", "managing", "cause", "causes", "caused", "prevent", "reduce", "take",
+    "taking", "receive", "receiving", "develop", "developing", "diagnose", "diagnosed", "also", "only", "then", "do",
+}
+_NARROWABLE = {"Disease", "Symptom", "Syndrome", "Condition", "Procedure", "Test"}
 
 
 def norm(term: str) -> str:
@@ -226,6 +242,12 @@ class EntityLibrary:
             if found:
                 n, (eid, level), surface = found
                 name, etype = self.name_of(eid)
+                # the head of a longer noun phrase the library does not know ("psoriatic arthritis",
+                # "oral carcinoma"): the entity is a broader concept, a soft suggestion, not an exact match
+                if i > 0 and low[i - 1] not in _PHRASE_BOUNDARY and low[i - 1] not in _MODIFIERS \
+                        and toks[i - 1][2].isalpha() and not toks[i - 1][2][:1].isupper() \
+                        and text[toks[i - 1][1]:toks[i][0]] == " " and etype in _NARROWABLE:
+                    level = "suggestion"
                 out.append(Mention(toks[i][0], toks[i + n - 1][1], surface, eid, name, etype, level))
                 i += n
             else:

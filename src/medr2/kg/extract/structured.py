@@ -70,6 +70,12 @@ _INTERVENTION_TYPES = ("Intervention", "Substance")
 _TARGET_TYPES = ("Condition", "Population")
 
 
+def _of(m) -> Match:
+    """A dictionary mention as a match, keeping its level (a mention heading a longer unknown
+    phrase is a suggestion)."""
+    return Match(m.entity_id, m.name, m.type, m.level, m.surface)
+
+
 def parse_grade(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for pat in _STRENGTH:
@@ -216,10 +222,9 @@ class StructuredExtractor:
                 # drugs and procedures it mentions are often context (prior treatment, alternatives)
                 ivs = [m for m, key in known_iv if key in low]
                 if not ivs:
-                    ivs = [self.library.match(m.surface, fuzzy=False) for m in mentions
+                    ivs = [_of(m) for m in mentions
                            if type_satisfies(m.type, _INTERVENTION_TYPES) and m.type not in ("Chemical", "Food")]
-                targets = [self.library.match(m.surface, fuzzy=False) for m in mentions
-                           if type_satisfies(m.type, _TARGET_TYPES)]
+                targets = [_of(m) for m in mentions if type_satisfies(m.type, _TARGET_TYPES)]
                 if not targets and conditions:
                     # the guideline's condition, inferred rather than named: a weaker link
                     c0 = conditions[0]
