@@ -203,3 +203,24 @@ def test_head_of_an_unknown_longer_phrase_is_a_suggestion(lib):
     assert lv("Offer it for pulmonary hypertension.") == [("mesh:hypertension", "suggestion")]  # a narrower concept
     assert lv("Offer it in severe hypertension.") == [("mesh:hypertension", "exact")]  # severity does not narrow it
     assert lv("Offer it to adults with hypertension.") == [("mesh:hypertension", "exact")]
+
+
+def test_user_synonym_files_and_gbt_terms(tmp_path):
+    from medr2.kg.entities import gbt16751_entries, load_library
+
+    f = tmp_path / "syn.tsv"
+    f.write_text("# team list\nheart attack\tMI|myocardial infarction\tDisease\nACEi\tACE inhibitor\tDrug\n")
+    lib = load_library([], [str(f)], cache_dir=tmp_path / "cache")
+    assert [(m.entity_id, m.level, m.type) for m in lib.mentions("After an MI, start an ACE inhibitor.")] == \
+        [("user:heart attack", "synonym", "Disease"), ("user:acei", "synonym", "Drug")]
+    assert (tmp_path / "cache").glob("library-*.json")
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("no tab here\n")
+    with pytest.raises(ValueError, match="expected 'term<TAB>synonym"):
+        load_library([], [str(bad)], cache_dir=tmp_path / "cache2")
+    gbt = tmp_path / "gbt.txt"
+    gbt.write_text("中医临床诊疗术语 第2部分：证候\n2.1\n    阴证  yin syndrome/pattern\n    与阳证相对。泛指一类证候。\n"
+                   "2.5.2\n    里寒证  syndrome/pattern of internal cold\n    内寒证\n    因寒邪偏盛所致。\n", encoding="utf-8")
+    got = {e[1]: e for e in gbt16751_entries(str(gbt))}
+    assert got["阴证"][2] == "Syndrome" and "yin pattern" in got["阴证"][3]
+    assert "内寒证" in got["里寒证"][3] and "syndrome of internal cold" in got["里寒证"][3]
