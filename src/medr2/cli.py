@@ -573,4 +573,37 @@ if __name__ == "__main__":  # pragma: no cover
     main()
 
 
+@main.command()
+@index_opt
+@config_opt
+@click.option("--host", help="Address to listen on (default serve.host, 127.0.0.1).")
+@click.option("--port", type=int, help="Port (default serve.port, 8000).")
+@click.option("--llm", "llm_spec", help="Generator (local, none, a .gguf, http(s)://HOST/v1; default llm.generator).")
+@click.option("--scorer", help="Proxy LM for usefulness (default llm.scorer).")
+def serve(index_dir, config_path, host, port, llm_spec, scorer):
+    """Run the HTTP API and the web page over an index (token for writes: $MEDR2_API_TOKEN)."""
+    import logging
+
+    import uvicorn
+
+    from medr2.llm.base import LLMError
+    from medr2.serve.app import create_app
+
+    config = _load_config(config_path)
+    try:
+        app = create_app(index_dir, config, generator=llm_spec,
+                         scorer=scorer)
+    except FileNotFoundError as e:
+        _fail(str(e), EXIT_USAGE)
+    except LLMError as e:
+        _fail(f"{e}\n(use --llm none to serve the deterministic extractive path)")
+    except _model_errors() as e:
+        _fail(str(e))
+    sv = app.state.config.serve
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    click.echo(f"medr2 serving {index_dir} on http://{host or sv.host}:{port or sv.port}/ "
+               f"(writes {'enabled' if __import__('os').environ.get(sv.token_env) else 'disabled: set ' + sv.token_env})")
+    uvicorn.run(app, host=host or sv.host, port=port or sv.port, log_level="warning")
+
+
 from medr2 import cli_kg  # noqa: E402,F401  (registers `medr2 kg ...`)

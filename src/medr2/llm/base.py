@@ -14,7 +14,7 @@ import contextvars
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional, Protocol
+from typing import Any, Callable, Iterator, Optional, Protocol
 
 
 class LLMError(RuntimeError):
@@ -68,12 +68,28 @@ class Usage:
 # The pipeline stage a model call belongs to, and the run's accounting (if a run is active).
 _STAGE: contextvars.ContextVar[str] = contextvars.ContextVar("medr2_stage", default="other")
 _RUN_USAGE: contextvars.ContextVar[Optional[Usage]] = contextvars.ContextVar("medr2_run_usage", default=None)
+# Someone following the run's progress (the streaming API): called with each stage name as it starts.
+_LISTENER: contextvars.ContextVar[Optional[Callable[[str], None]]] = contextvars.ContextVar("medr2_stage_listener",
+                                                                                          default=None)
+
+
+@contextlib.contextmanager
+def listen(callback: Callable[[str], None]) -> Iterator[None]:
+    """Call ``callback(stage_name)`` whenever a stage starts inside the block."""
+    token = _LISTENER.set(callback)
+    try:
+        yield
+    finally:
+        _LISTENER.reset(token)
 
 
 @contextlib.contextmanager
 def stage(name: str) -> Iterator[None]:
     """Attribute model calls (and, for an active run, wall time) to a named pipeline stage."""
     token = _STAGE.set(name)
+    cb = _LISTENER.get()
+    if cb is not None:
+        cb(name)
     t = time.perf_counter()
     try:
         yield

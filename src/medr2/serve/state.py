@@ -1,0 +1,165 @@
+"""What the service keeps between requests: the engine (swapped after writes), the bounded pool
+for generator calls, background jobs, and the Prometheus counters.
+
+Example::
+
+    >>> from medr2.serve.state import Metrics
+    >>> m = Metrics()
+    >>> m.observe("GET", "/health", 200, 0.004)
+    >>> 'medr2_requests_total{method="GET",path="/health",status="200"} 1' in m.render()
+    True
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import defaultdict
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Optional
+
+BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.requests: dict[tuple[str, str, int], int] = defaultdict(int)
+        self.latency: dict[str, list[float]] = defaultdict(lambda: [0.0] * (len(BUCKETS) + 2))  # buckets, sum, count
+        self.llm_calls = 0
+        self.llm_cached = 0
+        self.rejected_busy = 0
+        self.timeouts = 0
+
+    def observe(self, method: str, path: str, status: int, seconds: float) -> None:
+        with self._lock:
+            self.requests[(method, path, status)] += 1
+            h = self.latency[path]
+            for i, b in enumerate(BUCKETS):
+                if seconds <= b:
+                    h[i] += 1
+            h[-2] += seconds
+            h[-1] += 1
+
+    def add_usage(self, usage: dict[str, Any]) -> None:
+        with self._lock:
+            self.llm_calls += int(usage.get("calls") or 0)
+            self.llm_cached += sum(int(s.get("cached_calls", 0)) for s in (usage.get("stages") or {}).values())
+
+    def render(self) -> str:
+        out = ["# HELP medr2_requests_total HTTP requests by route and status.", "# TYPE medr2_requests_total counter"]
+        with self._lock:
+            for (m, p, s), n in sorted(self.requests.items()):
+                out.append(f'medr2_requests_total{{method="{m}",path="{p}",status="{s}"}} {n}')
+            out += ["# HELP medr2_request_seconds Request latency by route.", "# TYPE medr2_request_seconds histogram"]
+            for p, h in sorted(self.latency.items()):
+                for i, b in enumerate(BUCKETS):
+                    out.append(f'medr2_request_seconds_bucket{{path="{p}",le="{b}"}} {int(h[i])}')
+                out.append(f'medr2_request_seconds_bucket{{path="{p}",le="+Inf"}} {int(h[-1])}')
+                out.append(f'medr2_request_seconds_sum{{path="{p}"}} {h[-2]:.6f}')
+                out.append(f'medr2_request_seconds_count{{path="{p}"}} {int(h[-1])}')
+            out += ["# HELP medr2_llm_calls_total Model calls made for answers.", "# TYPE medr2_llm_calls_total counter",
+                    f"medr2_llm_calls_total {self.llm_calls}",
+                    "# HELP medr2_llm_cache_hits_total Model calls answered from the cache.",
+                    "# TYPE medr2_llm_cache_hits_total counter", f"medr2_llm_cache_hits_total {self.llm_cached}",
+                    "# HELP medr2_rejected_busy_total Answers refused because every worker was busy.",
+                    "# TYPE medr2_rejected_busy_total counter", f"medr2_rejected_busy_total {self.rejected_busy}",
+                    "# HELP medr2_ask_timeouts_total Answers that ran past serve.ask_timeout_s.",
+                    "# TYPE medr2_ask_timeouts_total counter", f"medr2_ask_timeouts_total {self.timeouts}"]
+        return "\n".join(out) + "\n"
+
+
+class EngineHolder:
+    """The current engine; a write (ingestion, removal) retires it and the next request opens a
+    fresh one over the changed index. A retired engine closes once its last request ends. The
+    models and the call cache are shared across engines (loaded once)."""
+
+    def __init__(self, factory: Callable[[], Any]):
+        self._factory = factory
+        self._lock = threading.Lock()
+        self._engine = None
+        self._refs: dict[int, int] = defaultdict(int)
+        self._retired: dict[int, Any] = {}
+
+    @contextmanager
+    def use(self) -> Iterator[Any]:
+        with self._lock:
+            if self._engine is None:
+                self._engine = self._factory()
+            e = self._engine
+            self._refs[id(e)] += 1
+        try:
+            yield e
+        finally:
+            with self._lock:
+                self._refs[id(e)] -= 1
+                if id(e) in self._retired and self._refs[id(e)] == 0:
+                    self._close(self._retired.pop(id(e)))
+
+    def reload(self) -> None:
+        with self._lock:
+            old, self._engine = self._engine, None
+            if old is not None:
+                if self._refs[id(old)] == 0:
+                    self._close(old)
+                else:
+                    self._retired[id(old)] = old
+
+    @staticmethod
+    def _close(e) -> None:
+        e.index.close()
+        if e._graph is not None:
+            e._graph.kg.close()
+
+    def close(self) -> None:
+        self.reload()
+
+
+@dataclass
+class Job:
+    id: str
+    kind: str
+    status: str = "queued"  # queued | running | done | failed
+    created: float = field(default_factory=time.time)
+    finished: Optional[float] = None
+    detail: dict[str, Any] = field(default_factory=dict)
+    error: Optional[str] = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "status": self.status, "created": self.created,
+                "finished": self.finished, "detail": self.detail, "error": self.error}
+
+
+class Jobs:
+    """Writes run one at a time in a background thread (the index has one writer)."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, Job] = {}
+        self._write = threading.Lock()
+
+    def submit(self, kind: str, fn: Callable[[Job], dict[str, Any]]) -> Job:
+        job = Job(uuid.uuid4().hex[:16], kind)
+        self._jobs[job.id] = job
+
+        def run() -> None:
+            with self._write:
+                job.status = "running"
+                try:
+                    job.detail = fn(job)
+                    job.status = "done"
+                except Exception as e:  # reported through GET /jobs/{id}
+                    job.status, job.error = "failed", f"{type(e).__name__}: {e}"
+                finally:
+                    job.finished = time.time()
+
+        threading.Thread(target=run, name=f"medr2-job-{job.id}", daemon=True).start()
+        return job
+
+    def run_now(self, fn: Callable[[], Any]) -> Any:
+        with self._write:
+            return fn()
+
+    def get(self, job_id: str) -> Optional[Job]:
+        return self._jobs.get(job_id)
