@@ -501,6 +501,50 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
     click.echo(json.dumps({"out": str(out), **totals}, indent=2))
 
 
+@eval_group.command("trust")
+@click.option("--questions", required=True, type=click.Path(dir_okay=False, exists=True),
+              help="Required-knowledge questions (JSON Lines: id, ngc_id, question, required[].text), "
+                   "e.g. bench/data/ngc_questions.jsonl.")
+@index_opt
+@config_opt
+@click.option("--mode", "modes", multiple=True, type=click.Choice(["no_rag", "passage", "full", "oracle_kg"]),
+              help="Modes to compare (repeatable; default all four). full needs `medr2 kg build`.")
+@click.option("--llm", "llm_spec", help="Generator (as in ask; default llm.generator).")
+@click.option("--limit", type=int, help="Only the first N questions.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False))
+def eval_trust(questions, index_dir, config_path, modes, llm_spec, limit, out_dir):
+    """Trust metrics (omission, conflicts, unsupported claims, invalid citations, grounded precision) per mode."""
+    from medr2.eval.trust_run import TrustError, load_trust_questions, run_trust
+    from medr2.llm.base import LLMError
+    from medr2.pipelines import Engine
+
+    config = _load_config(config_path)
+    try:
+        qs = load_trust_questions(questions)[:limit] if limit else load_trust_questions(questions)
+    except TrustError as e:
+        _fail(str(e), EXIT_USAGE)
+    try:
+        engine = Engine.open(index_dir, config, generator=llm_spec)
+    except (LLMError, ValueError, OSError) as e:
+        _fail(str(e), EXIT_USAGE)
+    except _model_errors() as e:
+        _fail(str(e))
+    try:
+        summary = run_trust(engine, qs, list(modes) or ["no_rag", "passage", "full", "oracle_kg"], Path(out_dir),
+                            lambda msg: click.echo(msg, err=True) if sys.stderr.isatty() else None)
+    except (TrustError, ValueError) as e:
+        _fail(str(e), EXIT_USAGE)
+    finally:
+        engine.close()
+    click.echo("| mode | n | omission | conflict rate | unsupported claims | invalid citations | grounded precision | "
+               "insufficient | s/question |")
+    click.echo("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for mode, r in summary.items():
+        click.echo(f"| {mode} | {r['n']} | {_fmt(r['omission'])} | {_fmt(r['conflict_rate'])} | {_fmt(r['unsupported'])} "
+                   f"| {_fmt(r['invalid_citation'])} | {_fmt(r['grounded_precision'])} | {_fmt(r['insufficient_rate'])} "
+                   f"| {_fmt(r['seconds'])} |")
+
+
 @eval_group.command("score")
 @click.option("--mirage", "mirage_dir", type=click.Path(file_okay=False, exists=True),
               help="A MIRAGE prediction directory (prediction/<dataset>/<setting>/OpenAI/<model>/...).")

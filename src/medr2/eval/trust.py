@@ -1,0 +1,148 @@
+"""Trust metrics of the guideline-KG paper, as pure functions over one answer and the knowledge
+its question requires, plus the comparison of answer modes on a question set with required
+recommendations (bench/data/ngc_questions.jsonl).
+
+Per answer:
+
+* **required-knowledge omission**: share of the required recommendations that no cited passage
+  holds (a passage holds one when it contains its text, whitespace-normalised);
+* **conflict**: the answer's polarity (recommend / recommend against) contradicts a required
+  recommendation's;
+* **unsupported-claim rate**: share of the answer's sentences (answer and rationale) that cite
+  nothing, or cite only passages sharing under ``min_overlap`` of the sentence's content words;
+* **invalid-citation rate**: share of citations to passages that were not in the context;
+* **evidence-grounded precision**: share of cited passages that hold required knowledge.
+
+Modes (``medr2 eval trust``): ``no_rag`` (direct answer), ``passage`` (vanilla RAG),
+``full`` (quality-weighted graph + tier-conditioned prompt) and ``oracle_kg`` (the passages of
+the required recommendations given as the only evidence).
+
+Example::
+
+    >>> from medr2.eval.trust import omission, unsupported_claim_rate
+    >>> omission(["Offer metformin."], ["First, offer metformin. Then..."])
+    0.0
+    >>> unsupported_claim_rate([("Metformin is first-line [1].", [1]), ("It cures all.", [])],
+    ...                        {1: "Offer metformin as first-line treatment."})
+    0.5
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Optional, Sequence
+
+from medr2.kg.extract.structured import polarity_of
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = {"the", "a", "an", "of", "in", "for", "to", "and", "or", "with", "is", "are", "be", "should", "this", "that",
+         "it", "its", "on", "as", "by", "at", "from", "was", "were", "can", "may", "not", "no", "which", "who", "what",
+         "answer", "evidence", "passage", "passages", "because", "so", "than", "there", "these", "those", "their"}
+_CITE = re.compile(r"\[(\d+)\]")
+
+
+def squash(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def holds(passage: str, required: str) -> bool:
+    """The passage holds the required text (or, for a text that segmentation split across
+    passages, its first or last 100 characters)."""
+    r, p = squash(required), squash(passage)
+    return r in p or (len(r) > 100 and (r[:100] in p or r[-100:] in p))
+
+
+def omission(required: Sequence[str], cited_texts: Sequence[str]) -> float:
+    """Share of required items held by no cited passage (0 when nothing is required)."""
+    if not required:
+        return 0.0
+    missing = [r for r in required if not any(holds(p, r) for p in cited_texts)]
+    return len(missing) / len(required)
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 2}
+
+
+def claim_sentences(answer: str, rationale: str) -> list[tuple[str, list[int]]]:
+    """(sentence, cited numbers) for each sentence of the rationale and the answer."""
+    out = []
+    for text in (rationale, answer):
+        for s in re.split(r"(?<=[.!?])\s+", text.strip()):
+            if len(content_words(s)) >= 2:
+                out.append((s, [int(n) for n in _CITE.findall(s)]))
+    return out
+
+
+def unsupported_claim_rate(sentences: Sequence[tuple[str, Sequence[int]]], passages: dict[int, str],
+                           min_overlap: float = 0.3, fallback: Sequence[int] = ()) -> float:
+    """Share of claims without support: no citation (nor an answer-level citation in
+    ``fallback``), or cited passages sharing fewer than ``min_overlap`` of its content words."""
+    if not sentences:
+        return 0.0
+    bad = 0
+    for s, cites in sentences:
+        nums = list(cites) or list(fallback)
+        words = content_words(_CITE.sub(" ", s))
+        best = max((len(words & content_words(passages.get(n, ""))) / len(words) for n in nums), default=0.0) \
+            if words else 1.0
+        bad += best < min_overlap
+    return bad / len(sentences)
+
+
+def invalid_citation_rate(cited: Sequence[str], context: Iterable[str]) -> Optional[float]:
+    ctx = set(context)
+    return (sum(c not in ctx for c in cited) / len(cited)) if cited else None
+
+
+def grounded_precision(cited_texts: Sequence[str], required: Sequence[str]) -> Optional[float]:
+    if not cited_texts:
+        return None
+    return sum(any(holds(p, r) for r in required) for p in cited_texts) / len(cited_texts)
+
+
+def conflicts(answer: str, required: Sequence[str]) -> bool:
+    """The answer recommends against what a required recommendation recommends, or the reverse."""
+    a = polarity_of(answer)
+    if a == 0:
+        return False
+    return any(polarity_of(r) == -a for r in required)
+
+
+def mean(xs: Iterable[Optional[float]]) -> Optional[float]:
+    vals = [x for x in xs if x is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+MODES = {"no_rag": "direct", "passage": "vanilla_rag", "full": "kg", "oracle_kg": None}
+
+
+def score_answer(res: dict, required: Sequence[str]) -> dict:
+    """The trust metrics of one answer (``medr2 ask --json`` layout) against its required texts."""
+    ev = res.get("evidence") or []
+    by_id = {e["passage_id"]: e for e in ev}
+    context = [e["passage_id"] for e in ev if e.get("kept")]
+    cited = list(res.get("citations") or [])
+    cited_texts = [by_id[c]["text"] for c in cited if c in by_id]
+    numbered = {e["n"]: e["text"] for e in ev if e.get("kept") and e.get("n")}
+    sentences = claim_sentences(res.get("answer", ""), res.get("rationale", ""))
+    fallback = [e["n"] for e in ev if e.get("passage_id") in cited and e.get("n")]
+    return {
+        "omission": omission(required, cited_texts),
+        "conflict": conflicts(res.get("answer", "") + " " + res.get("rationale", ""), required),
+        "unsupported": unsupported_claim_rate(sentences, numbered, fallback=fallback),
+        "invalid_citation": invalid_citation_rate(cited, context),
+        "grounded_precision": grounded_precision(cited_texts, required),
+        "insufficient": bool(res.get("insufficient")),
+        "n_citations": len(cited),
+    }
+
+
+def summarize(rows: Sequence[dict]) -> dict:
+    m = [r["metrics"] for r in rows]
+    return {"n": len(rows), "omission": mean(x["omission"] for x in m),
+            "conflict_rate": mean(float(x["conflict"]) for x in m), "unsupported": mean(x["unsupported"] for x in m),
+            "invalid_citation": mean(x["invalid_citation"] for x in m),
+            "grounded_precision": mean(x["grounded_precision"] for x in m),
+            "insufficient_rate": mean(float(x["insufficient"]) for x in m),
+            "seconds": mean(r.get("seconds") for r in rows)}

@@ -1,0 +1,104 @@
+"""Run the trust comparison (``medr2 eval trust``): each question of a required-knowledge set
+answered in each mode, scored by :mod:`medr2.eval.trust`; one JSON file per question and mode
+(a killed run resumes), and a summary per mode.
+
+Example::
+
+    >>> from medr2.eval.trust_run import load_trust_questions
+    >>> callable(load_trust_questions)
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+from medr2.eval.trust import MODES, holds, score_answer, summarize
+
+
+class TrustError(ValueError):
+    pass
+
+
+def load_trust_questions(path: str | Path) -> list[dict]:
+    from medr2.ingest.loaders.records import strict_jsonl
+
+    out = []
+    for where, rec in strict_jsonl(Path(path), TrustError):
+        if not isinstance(rec, dict) or not {"id", "ngc_id", "question", "required"} <= set(rec):
+            raise TrustError(f"{where}: a question needs id, ngc_id, question and required")
+        out.append(rec)
+    return out
+
+
+def required_passages(store, q: dict) -> list[dict]:
+    """The index passages (of the question's guideline) holding its required recommendations."""
+    rows = store.db.execute("SELECT passage_id, text FROM passages WHERE doc_id=? ORDER BY ordinal",
+                            (f"ngc:{q['ngc_id']}",)).fetchall()
+    out = []
+    for r in q["required"]:
+        for pid, text in rows:
+            if holds(text, r["text"]) and pid not in {o["passage_id"] for o in out}:
+                out.append({"passage_id": pid, "text": text})
+                break
+    return out
+
+
+def oracle_answer(engine, q: dict) -> dict:
+    """The required recommendations' passages as the only evidence (the ``oracle_kg`` mode)."""
+    from medr2.apply.answer import EvidenceItem
+
+    store = engine.index.store
+    got = required_passages(store, q)
+    items = []
+    for i, p in enumerate(got, 1):
+        rid = store.rowid_of(p["passage_id"])
+        meta = store.passages([rid])[rid]
+        items.append(EvidenceItem(i, p["passage_id"], meta["title"] or "", meta["source_type"], 3, p["text"]))
+    ans = engine.answerer_cot.answer(q["question"], {}, items)
+    return {"answer": ans.answer, "rationale": ans.rationale, "citations": ans.citations,
+            "insufficient": ans.insufficient, "method": ans.method, "notes": ans.notes,
+            "evidence": [{"passage_id": it.passage_id, "text": it.text, "kept": True, "n": it.n} for it in items]}
+
+
+def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
+              progress: Optional[Callable[[str], None]] = None) -> dict[str, dict]:
+    from medr2.pipelines import Pipeline
+
+    for m in modes:
+        if m not in MODES:
+            raise TrustError(f"unknown mode {m!r}; use {', '.join(MODES)}")
+    if "no_rag" in modes and engine.generator is None:
+        raise TrustError("mode no_rag answers with the generator alone: give one with --llm, or compare the other "
+                         "modes (passage, full, oracle_kg), which answer extractively without one")
+    summary = {}
+    for mode in modes:
+        rows = []
+        d = out_dir / mode
+        d.mkdir(parents=True, exist_ok=True)
+        for q in questions:
+            f = d / f"{q['id']}.json"
+            if f.is_file():
+                rows.append(json.loads(f.read_text(encoding="utf-8")))
+                continue
+            t = time.perf_counter()
+            if MODES[mode] is None:
+                res = oracle_answer(engine, q)
+            else:
+                res = json.loads(Pipeline(engine, MODES[mode]).run(q["question"]).model_dump_json())
+            required = [r["text"] for r in q["required"]]
+            row = {"id": q["id"], "mode": mode, "question": q["question"], "answer": res.get("answer"),
+                   "citations": res.get("citations"), "metrics": score_answer(res, required),
+                   "seconds": round(time.perf_counter() - t, 3), "method": res.get("method")}
+            tmp = f.with_suffix(".tmp")
+            tmp.write_text(json.dumps(row, ensure_ascii=False, indent=1), encoding="utf-8")
+            tmp.replace(f)
+            rows.append(row)
+            if progress:
+                progress(f"{mode} {q['id']}")
+        summary[mode] = summarize(rows)
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return summary

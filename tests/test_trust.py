@@ -1,0 +1,82 @@
+"""Trust metrics (guideline-KG paper) as pure functions, and the mode comparison over the NGC
+required-knowledge questions (bench/data/ngc_questions.jsonl) when ../shared/data is present."""
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from medr2.cli import main
+from medr2.eval.trust import (claim_sentences, conflicts, grounded_precision, holds, invalid_citation_rate, omission,
+                              score_answer, unsupported_claim_rate)
+
+from conftest import ROOT, SHARED
+
+REQ = "Offer an SGLT2 inhibitor to adults with type 2 diabetes and CKD."
+
+
+def test_pure_metrics():
+    assert holds("... offer an  SGLT2 inhibitor to adults with type 2 diabetes and CKD. ...", REQ)
+    long = "x " * 80 + "the end of a long recommendation"
+    assert holds("start " + long[:150], long)  # split by segmentation: its first 100 characters
+    assert omission([REQ, "Stop metformin below eGFR 30."], [REQ]) == 0.5
+    assert omission([], ["anything"]) == 0.0
+    assert invalid_citation_rate(["p1", "p9"], ["p1", "p2"]) == 0.5 and invalid_citation_rate([], ["p1"]) is None
+    assert grounded_precision([REQ, "unrelated"], [REQ]) == 0.5 and grounded_precision([], [REQ]) is None
+    assert conflicts("SGLT2 inhibitors should not be used in CKD.", [REQ])
+    assert not conflicts("Offer an SGLT2 inhibitor.", [REQ])
+    assert not conflicts("The evidence is unclear.", [REQ])
+    sents = claim_sentences("B", "SGLT2 inhibitors slow CKD [1]. Everyone should exercise daily.")
+    assert [c for _, c in sents] == [[1], []]
+    assert unsupported_claim_rate(sents, {1: "SGLT2 inhibitors slow the progression of CKD."}) == 0.5
+    # a sentence citing a passage that shares none of its words is unsupported too
+    assert unsupported_claim_rate([("SGLT2 inhibitors slow CKD [1].", [1])], {1: "Warfarin dosing."}) == 1.0
+
+
+def test_score_answer_layout():
+    res = {"answer": "Offer an SGLT2 inhibitor [1].", "rationale": "", "citations": ["p1"], "insufficient": False,
+           "evidence": [{"passage_id": "p1", "text": REQ, "kept": True, "n": 1},
+                        {"passage_id": "p2", "text": "Other.", "kept": False, "n": None}]}
+    m = score_answer(res, [REQ])
+    assert m["omission"] == 0.0 and m["grounded_precision"] == 1.0 and m["invalid_citation"] == 0.0
+    assert m["unsupported"] == 0.0 and not m["conflict"]
+
+
+QUESTIONS = ROOT / "bench" / "data" / "ngc_questions.jsonl"
+NGC = SHARED / "corpora" / "guidelines" / "ngc_summaries.jsonl"
+
+
+def test_question_set_is_well_formed():
+    qs = [json.loads(x) for x in QUESTIONS.read_text().splitlines()]
+    assert len(qs) >= 100 and len({q["id"] for q in qs}) == len(qs)
+    assert all(1 <= len(q["required"]) <= 3 and q["question"] for q in qs)
+
+
+@pytest.mark.skipif(not NGC.is_file(), reason="../shared/data (NGC summaries) is absent")
+def test_trust_modes_end_to_end(tmp_path, encoder):
+    qs = [json.loads(x) for x in QUESTIONS.read_text().splitlines()][:2]
+    ids = {q["ngc_id"] for q in qs}
+    sub = tmp_path / "ngc.jsonl"
+    with open(NGC, encoding="utf-8") as f:
+        sub.write_text("".join(line for line in f if json.loads(line)["ngc_id"] in ids), encoding="utf-8")
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text("".join(json.dumps(q) + "\n" for q in qs))
+    idx = tmp_path / "index"
+    assert CliRunner().invoke(main, ["ingest", str(sub), "--index", str(idx), "--no-progress"]).exit_code == 0
+    assert CliRunner().invoke(main, ["kg", "build", "--index", str(idx), "--no-progress"]).exit_code == 0
+    out = tmp_path / "trust"
+    base = ["eval", "trust", "--questions", str(qfile), "--index", str(idx), "--llm", "none", "--out", str(out)]
+    r = CliRunner().invoke(main, base)
+    assert r.exit_code == 2 and "no_rag" in r.output  # the direct mode needs a generator
+    args = base + ["--mode", "passage", "--mode", "full", "--mode", "oracle_kg"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output + str(r.exception)
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary) == {"passage", "full", "oracle_kg"}
+    assert summary["oracle_kg"]["grounded_precision"] == 1.0 and summary["oracle_kg"]["omission"] < 1.0
+    assert summary["oracle_kg"]["invalid_citation"] == 0.0
+    assert "| oracle_kg | 2 |" in r.output
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*.json") if p.name != "summary.json"}
+    assert CliRunner().invoke(main, args).exit_code == 0  # resumes: nothing answered again
+    assert {p: p.stat().st_mtime_ns for p in before} == before
