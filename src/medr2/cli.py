@@ -545,6 +545,24 @@ def eval_trust(questions, index_dir, config_path, modes, llm_spec, limit, out_di
                    f"| {_fmt(r['seconds'])} |")
 
 
+@eval_group.command("report")
+@click.argument("run_dirs", nargs=-1, type=click.Path(file_okay=False, exists=True))
+@click.option("--trust", "trust_dirs", multiple=True, type=click.Path(file_okay=False, exists=True),
+              help="Output directory of `medr2 eval trust` (repeatable).")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False))
+def eval_report(run_dirs, trust_dirs, out_dir):
+    """Markdown tables (Table 2 and Table 10 layouts, trust metrics) and PNG plots of runs."""
+    from medr2.eval.report import write_report
+
+    if not run_dirs and not trust_dirs:
+        _fail("give at least one RUN_DIR (or --trust DIR)", EXIT_USAGE)
+    try:
+        f = write_report([Path(d) for d in run_dirs], Path(out_dir), [Path(d) for d in trust_dirs])
+    except (ValueError, FileNotFoundError) as e:
+        _fail(str(e), EXIT_USAGE)
+    click.echo(f"wrote {f}")
+
+
 @eval_group.command("score")
 @click.option("--mirage", "mirage_dir", type=click.Path(file_okay=False, exists=True),
               help="A MIRAGE prediction directory (prediction/<dataset>/<setting>/OpenAI/<model>/...).")

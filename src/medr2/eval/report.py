@@ -1,0 +1,216 @@
+"""Reports of evaluation runs (``medr2 eval report RUN_DIR...``): Markdown tables laid out like
+Med-R2's Table 2 (methods x datasets, best in bold) and Table 10 (ablations against vanilla RAG),
+the trust-metric table, and PNG plots: grouped bars per method (like its Figure 4) and, when the
+runs vary the context window or the model, a heatmap of improvement over direct answering (like
+its Figure 5). Every table states N, std, the model, the corpus and the commit.
+
+The table builders are pure functions of score rows ``{dataset, method, model, n, accuracy, std}``.
+
+Example::
+
+    >>> from medr2.eval.report import methods_table
+    >>> rows = [{"dataset": "medqa", "method": "direct", "model": "m", "n": 100, "accuracy": 40.0, "std": 4.9},
+    ...         {"dataset": "medqa", "method": "medr2", "model": "m", "n": 100, "accuracy": 52.0, "std": 5.0}]
+    >>> print(methods_table(rows, "m"))
+    | method | medqa | Avg |
+    |---|---:|---:|
+    | direct | 40.00 ± 4.90 | 40.00 |
+    | medr2 | **52.00 ± 5.00** | **52.00** |
+    <BLANKLINE>
+    N per dataset: medqa 100
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+ABLATIONS = ["vanilla_rag", "+reformulator", "+reranker", "+cot", "+reformulator+reranker", "+reformulator+cot",
+             "+reranker+cot", "medr2"]
+METHOD_ORDER = ["direct", "vanilla_rag", "llm_amt", *ABLATIONS[1:-1], "kg", "medr2"]
+
+
+def _order(methods) -> list[str]:
+    return sorted(methods, key=lambda m: (METHOD_ORDER.index(m) if m in METHOD_ORDER else 99, m))
+
+
+def averages(rows: list[dict], model: str) -> dict[str, float]:
+    """Unweighted mean accuracy over the datasets of each method (as MIRAGE averages)."""
+    by: dict[str, list[float]] = {}
+    for r in rows:
+        if r["model"] == model:
+            by.setdefault(r["method"], []).append(r["accuracy"])
+    return {m: sum(v) / len(v) for m, v in by.items()}
+
+
+def methods_table(rows: list[dict], model: str) -> str:
+    mine = [r for r in rows if r["model"] == model]
+    datasets = sorted({r["dataset"] for r in mine})
+    methods = _order({r["method"] for r in mine})
+    cell = {(r["method"], r["dataset"]): r for r in mine}
+    best = {d: max((cell[(m, d)]["accuracy"] for m in methods if (m, d) in cell), default=None) for d in datasets}
+    avg = averages(rows, model)
+    best_avg = max(avg.values()) if avg else None
+    lines = ["| method | " + " | ".join(datasets) + " | Avg |", "|---|" + "---:|" * (len(datasets) + 1)]
+    for m in methods:
+        cells = []
+        for d in datasets:
+            r = cell.get((m, d))
+            if r is None:
+                cells.append("–")
+                continue
+            txt = f"{r['accuracy']:.2f} ± {r['std']:.2f}"
+            cells.append(f"**{txt}**" if r["accuracy"] == best[d] else txt)
+        a = f"{avg[m]:.2f}"
+        cells.append(f"**{a}**" if avg[m] == best_avg else a)
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    ns = {d: sorted({cell[(m, d)]["n"] for m in methods if (m, d) in cell}) for d in datasets}
+    return "\n".join(lines) + "\n\nN per dataset: " + ", ".join(
+        f"{d} {'/'.join(str(x) for x in n)}" for d, n in ns.items())
+
+
+def ablation_table(rows: list[dict], model: str) -> Optional[str]:
+    avg = averages(rows, model)
+    present = [m for m in ABLATIONS if m in avg]
+    if "vanilla_rag" not in avg or len(present) < 2:
+        return None
+    base = avg["vanilla_rag"]
+    lines = ["| reformulator | reranker | CoT | iterative | method | Avg | Δ vs vanilla RAG |", "|:-:|:-:|:-:|:-:|---|---:|---:|"]
+    for m in present:
+        flags = ["✓" if m == "medr2" or f"+{x}" in m else "" for x in ("reformulator", "reranker", "cot")]
+        lines.append(f"| {' | '.join(flags)} | {'✓' if m == 'medr2' else ''} | {m} | {avg[m]:.2f} | {avg[m] - base:+.2f} |")
+    return "\n".join(lines)
+
+
+def trust_table(summaries: dict[str, dict]) -> str:
+    cols = [("omission", "omission"), ("conflict_rate", "conflict rate"), ("unsupported", "unsupported claims"),
+            ("invalid_citation", "invalid citations"), ("grounded_precision", "evidence-grounded precision"),
+            ("insufficient_rate", "insufficient")]
+    lines = ["| mode | N | " + " | ".join(c for _, c in cols) + " |", "|---|---:|" + "---:|" * len(cols)]
+    for mode in [m for m in ("no_rag", "passage", "full", "oracle_kg") if m in summaries] + \
+            [m for m in summaries if m not in ("no_rag", "passage", "full", "oracle_kg")]:
+        s = summaries[mode]
+        vals = ["–" if s.get(k) is None else f"{100 * s[k]:.1f}%" for k, _ in cols]
+        lines.append(f"| {mode} | {s['n']} | " + " | ".join(vals) + " |")
+    return "\n".join(lines)
+
+
+def improvement_grid(rows: list[dict], contexts: dict[tuple[str, str], Optional[int]], method: str = "medr2"
+                     ) -> dict[tuple[str, Optional[int]], float]:
+    """(model, context window) -> mean accuracy of ``method`` minus that of ``direct``."""
+    out = {}
+    models = {r["model"] for r in rows}
+    for model in models:
+        for ctx in {c for (m, mo), c in contexts.items() if mo == model and m == method}:
+            sel = lambda meth: [r["accuracy"] for r in rows if r["model"] == model and r["method"] == meth  # noqa: E731
+                                and (meth == "direct" or contexts.get((meth, model)) == ctx)]
+            a, d = sel(method), sel("direct")
+            if a and d:
+                out[(model, ctx)] = sum(a) / len(a) - sum(d) / len(d)
+    return out
+
+
+def collect(run_dirs: list[Path]) -> tuple[list[dict], dict[str, Any]]:
+    """Score rows of every run directory and what their manifests say (models, corpus, commit,
+    context window per method and model)."""
+    from medr2.eval.runner import score_run
+
+    rows: list[dict] = []
+    meta: dict[str, Any] = {"commits": set(), "corpus": {}, "contexts": {}, "seeds": set()}
+    for root in run_dirs:
+        rows += score_run(root)
+        for mf in Path(root).rglob("manifest.json"):
+            m = json.loads(mf.read_text(encoding="utf-8"))
+            parts = mf.relative_to(root).parts
+            if len(parts) == 4:
+                meta["contexts"][(parts[1], parts[2])] = ((m.get("config") or {}).get("appraise") or {}).get(
+                    "context_tokens")
+            if m.get("commit"):
+                meta["commits"].add(m["commit"][:12])
+            if m.get("corpus"):
+                meta["corpus"] = m["corpus"]
+            meta["seeds"].add(m.get("subset_seed"))
+    return rows, meta
+
+
+def plot_bars(rows: list[dict], model: str, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    mine = [r for r in rows if r["model"] == model]
+    datasets = sorted({r["dataset"] for r in mine})
+    methods = _order({r["method"] for r in mine})
+    width = 0.8 / max(len(methods), 1)
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(datasets) + 2), 4))
+    for i, m in enumerate(methods):
+        vals = [next((r["accuracy"] for r in mine if r["method"] == m and r["dataset"] == d), 0.0) for d in datasets]
+        errs = [next((r["std"] for r in mine if r["method"] == m and r["dataset"] == d), 0.0) for d in datasets]
+        ax.bar([x + i * width for x in range(len(datasets))], vals, width, yerr=errs, label=m, capsize=2)
+    ax.set_xticks([x + width * (len(methods) - 1) / 2 for x in range(len(datasets))], datasets)
+    ax.set_ylabel("accuracy (%)")
+    ax.set_title(f"Accuracy by method ({model})")
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_heatmap(grid: dict[tuple[str, Optional[int]], float], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    models = sorted({m for m, _ in grid})
+    ctxs = sorted({c for _, c in grid}, key=lambda c: (c is None, c))
+    data = [[grid.get((m, c), float("nan")) for c in ctxs] for m in models]
+    fig, ax = plt.subplots(figsize=(1.5 * len(ctxs) + 3, 0.8 * len(models) + 2))
+    im = ax.imshow(data, cmap="RdYlGn", aspect="auto")
+    ax.set_xticks(range(len(ctxs)), [str(c) for c in ctxs])
+    ax.set_yticks(range(len(models)), models)
+    ax.set_xlabel("context window (tokens)")
+    for i, row in enumerate(data):
+        for j, v in enumerate(row):
+            if v == v:
+                ax.text(j, i, f"{v:+.1f}", ha="center", va="center", fontsize=9)
+    fig.colorbar(im, label="medr2 - direct (accuracy points)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_report(run_dirs: list[Path], out: Path, trust_dirs: list[Path] = ()) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    rows, meta = collect(run_dirs)
+    parts = ["# medr2 evaluation report", ""]
+    parts.append(f"Runs: {', '.join(str(r) for r in run_dirs)}; commit(s): {', '.join(sorted(meta['commits'])) or '?'}; "
+                 f"subset seed(s): {', '.join(str(s) for s in sorted(meta['seeds'], key=str))}; corpus: "
+                 f"{json.dumps(meta['corpus']) if meta['corpus'] else '?'}. Accuracy in percent ± std = "
+                 "sqrt(p(1-p)/N).")
+    for model in sorted({r["model"] for r in rows}):
+        parts += ["", f"## {model}", "", methods_table(rows, model)]
+        abl = ablation_table(rows, model)
+        if abl:
+            parts += ["", "### Ablations (Table 10 layout)", "", abl]
+        png = out / f"bars-{_slug(model)}.png"
+        plot_bars(rows, model, png)
+        parts += ["", f"![accuracy by method]({png.name})"]
+    grid = improvement_grid(rows, meta["contexts"])
+    if len({c for _, c in grid}) > 1 or len({m for m, _ in grid}) > 1:
+        plot_heatmap(grid, out / "heatmap.png")
+        parts += ["", "## Improvement over direct answering by context window and model", "", "![heatmap](heatmap.png)"]
+    for td in trust_dirs:
+        s = json.loads((Path(td) / "summary.json").read_text(encoding="utf-8"))
+        parts += ["", f"## Trust metrics ({td})", "", trust_table(s)]
+    if not rows and not trust_dirs:
+        raise ValueError("no scored runs found: give eval run output directories (RUN_DIR/<dataset>/<method>/<model>/)")
+    f = out / "report.md"
+    f.write_text("\n".join(parts) + "\n", encoding="utf-8")
+    return f
+
+
+def _slug(s: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in s)[:80]

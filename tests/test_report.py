@@ -1,0 +1,75 @@
+"""Evaluation reports: the table builders (pure) and `medr2 eval report` on run directories in
+the runner's real layout (the answers come from a plumbing fake answer function)."""
+
+import json
+
+from click.testing import CliRunner
+
+from medr2.cli import main
+from medr2.eval.report import ablation_table, improvement_grid, methods_table, trust_table
+from medr2.eval.runner import run
+from medr2.schema import EvalQuestion
+
+ROWS = [
+    {"dataset": "medqa", "method": "direct", "model": "q", "n": 100, "accuracy": 40.0, "std": 4.9},
+    {"dataset": "medqa", "method": "vanilla_rag", "model": "q", "n": 100, "accuracy": 45.0, "std": 5.0},
+    {"dataset": "medqa", "method": "+reranker", "model": "q", "n": 100, "accuracy": 50.0, "std": 5.0},
+    {"dataset": "medqa", "method": "medr2", "model": "q", "n": 100, "accuracy": 55.0, "std": 5.0},
+    {"dataset": "pubmedqa", "method": "direct", "model": "q", "n": 100, "accuracy": 60.0, "std": 4.9},
+    {"dataset": "pubmedqa", "method": "medr2", "model": "q", "n": 100, "accuracy": 58.0, "std": 4.9},
+]
+
+
+def test_methods_table_bolds_the_best_per_dataset_and_average():
+    t = methods_table(ROWS, "q")
+    lines = t.splitlines()
+    assert lines[0] == "| method | medqa | pubmedqa | Avg |"
+    direct = next(x for x in lines if x.startswith("| direct"))
+    medr2 = next(x for x in lines if x.startswith("| medr2"))
+    assert "**60.00 ± 4.90**" in direct and "**55.00 ± 5.00**" in medr2
+    assert medr2.endswith("| **56.50** |")  # (55 + 58) / 2 beats direct's 50
+    assert "N per dataset: medqa 100, pubmedqa 100" in t
+
+
+def test_ablation_table_deltas_against_vanilla_rag():
+    t = ablation_table(ROWS, "q")
+    assert "| +reranker | 50.00 | +5.00 |" in t and "| medr2 | 56.50 | +11.50 |" in t
+    assert ablation_table([r for r in ROWS if r["method"] != "vanilla_rag"], "q") is None
+
+
+def test_trust_table_and_grid():
+    t = trust_table({"full": {"n": 10, "omission": 0.1, "conflict_rate": 0.0, "unsupported": 0.25,
+                              "invalid_citation": None, "grounded_precision": 0.8, "insufficient_rate": 0.1}})
+    assert "| full | 10 | 10.0% | 0.0% | 25.0% | – | 80.0% | 10.0% |" in t
+    grid = improvement_grid(ROWS, {("medr2", "q"): 4096, ("direct", "q"): None})
+    assert grid == {("q", 4096): 56.5 - 50.0}
+
+
+def test_eval_report_end_to_end(tmp_path):
+    qs = [EvalQuestion(dataset="medqa", id=f"q{i}", question="?", options={"A": "a", "B": "b"}, answer="A")
+          for i in range(10)]
+    runs = tmp_path / "runs"
+
+    def fake_answer(correct_every):  # plumbing fake: answers A on every n-th question
+        return lambda q: {"answer": "A" if int(q.id[1:]) % correct_every == 0 else "B", "rationale": "",
+                          "citations": [], "usage": {}}
+
+    for method, model, every, ctx in (("direct", "small", 3, None), ("medr2", "small", 1, 1200),
+                                      ("direct", "big", 2, None), ("medr2", "big", 1, 4096)):
+        d = runs / "medqa" / method / model
+        run(qs, fake_answer(every), d, {"method": method, "subset_seed": 7, "commit": "abc",
+                                        "config": {"appraise": {"context_tokens": ctx}}}, progress=False)
+    trust = tmp_path / "trust"
+    trust.mkdir()
+    (trust / "summary.json").write_text(json.dumps({"passage": {"n": 2, "omission": 0.5, "conflict_rate": 0.0,
+                                                                "unsupported": 0.5, "invalid_citation": 0.0,
+                                                                "grounded_precision": 0.5, "insufficient_rate": 0.0}}))
+    out = tmp_path / "report"
+    r = CliRunner().invoke(main, ["eval", "report", str(runs), "--trust", str(trust), "--out", str(out)])
+    assert r.exit_code == 0, r.output + str(r.exception)
+    md = (out / "report.md").read_text()
+    assert "## small" in md and "## big" in md and "**100.00 ± 0.00**" in md
+    assert "Trust metrics" in md and "| passage | 2 |" in md
+    for png in ("bars-small.png", "bars-big.png", "heatmap.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert CliRunner().invoke(main, ["eval", "report", "--out", str(out)]).exit_code == 2
