@@ -112,7 +112,7 @@ def test_every_named_pipeline_runs(smol_engine):
     q = "Which drug slows kidney disease progression in type 2 diabetes?"
     seen = {}
     for name in PIPELINES:
-        if name == "kg":  # needs a built graph: tests/test_kg_build.py
+        if name in ("kg", "llm_amt"):  # a built graph: tests/test_kg_build.py; llm_amt: its own test below
             continue
         res = Pipeline(smol_engine, name).run(q, opts)
         seen[name] = res
@@ -277,3 +277,24 @@ def test_stored_vectors_and_lenient_saved_config(demo_index_dir, tmp_path):
         idx.close()
     with Index.open(copy) as again:
         assert again.config.appraise.coarse_k == Config().appraise.coarse_k
+
+
+def test_llm_amt_needs_a_generator(demo_index_dir):
+    from medr2.llm.base import LLMError
+
+    e = Engine.open(demo_index_dir, generator="none", scorer="none")
+    try:
+        with pytest.raises(LLMError, match="llm_amt baseline needs a generator"):
+            Pipeline(e, "llm_amt").run("Is metformin safe in CKD?")
+    finally:
+        e.close()
+
+
+def test_llm_amt_expands_refines_and_answers(smol_engine):
+    res = Pipeline(smol_engine, "llm_amt").run("Which drug slows kidney disease progression in type 2 diabetes?",
+                                               {"A": "Metformin", "B": "An SGLT2 inhibitor"})
+    assert res.reformulation["method"] == "llm_amt" and res.reformulation["queries"][0].startswith("Which drug")
+    stages = res.usage["stages"]
+    assert {"expand", "refine", "generate"} <= set(stages) and stages["refine"]["calls"] >= 1
+    assert all(r.kept or r.reason.startswith(("dropped", "outside")) for r in res.evidence)
+    assert set(res.citations) <= set(res.rounds[0].context_ids)

@@ -370,7 +370,8 @@ def print_answer(res, explain: bool) -> None:
 @click.option("--scorer", help="Proxy LM for usefulness (default: llm.scorer, bundled SmolLM2-135M).")
 @click.option("--pipeline", "pipeline_name", default="medr2", show_default=True,
               type=click.Choice(["direct", "vanilla_rag", "+reformulator", "+reranker", "+cot",
-                                 "+reformulator+reranker", "+reformulator+cot", "+reranker+cot", "medr2", "kg"]))
+                                 "+reformulator+reranker", "+reformulator+cot", "+reranker+cot", "medr2", "kg",
+                                 "llm_amt"]))
 @click.option("--kg", "use_kg", is_flag=True, help="Graph mode (same as --pipeline kg): quality-ranked subgraph, "
                                                    "its passages and the dense top-5, tier-conditioned prompt.")
 @click.option("--rounds", type=click.IntRange(1, 20), help="Maximum retrieval rounds T (default: assess.max_rounds).")
@@ -447,7 +448,8 @@ def eval_group() -> None:
 @click.option("--benchmark", type=click.Path(dir_okay=False, exists=True), help="MIRAGE benchmark.json.")
 @click.option("--method", default="medr2", show_default=True,
               type=click.Choice(["direct", "vanilla_rag", "+reformulator", "+reranker", "+cot",
-                                 "+reformulator+reranker", "+reformulator+cot", "+reranker+cot", "medr2"]))
+                                 "+reformulator+reranker", "+reformulator+cot", "+reranker+cot", "medr2", "kg",
+                                 "llm_amt"]))
 @index_opt
 @config_opt
 @click.option("--llm", "llm_spec", help="Generator (as in ask; default llm.generator).")

@@ -54,6 +54,7 @@ class Settings:
     cot: bool = False
     iterate: bool = False
     kg: bool = False  # quality-weighted graph retrieval + tier-conditioned prompt (medr2 ask --kg)
+    amt: bool = False  # LLM-AMT-style baseline: query expansion, LLM knowledge refinement, reader
 
 
 PIPELINES: dict[str, Settings] = {
@@ -67,6 +68,7 @@ PIPELINES: dict[str, Settings] = {
     "+reranker+cot": Settings(fine_rerank=True, cot=True),
     "medr2": Settings(reformulate=True, fine_rerank=True, cot=True, iterate=True),
     "kg": Settings(cot=True, kg=True),
+    "llm_amt": Settings(cot=True, amt=True),
 }
 
 # Tokens reserved in the generator's window for the instructions, demonstrations and answer.
@@ -297,6 +299,8 @@ class Pipeline:
         with track(usage):
             if self.s.kg:
                 self._kg(question, options, res)
+            elif self.s.amt:
+                self._amt(question, options, res)
             elif not self.s.retrieve:
                 with stage("generate"):
                     ans = direct_answer(e.generator, question, options, self.s.cot, cfg.apply.max_answer_tokens)
@@ -463,6 +467,70 @@ class Pipeline:
                         "withheld": [{k: t.get(k) for k in keep if k != "label"} for t in withheld],
                         "conflicts": g["conflicts"], "timings_ms": g["timings_ms"], "prompt": block}
         res.conflicts = [{"kind": "triple", **c} for c in g["conflicts"]]
+        res.evidence = rows
+        self._finish(res, ans)
+
+    def _amt(self, question: str, options: dict[str, str], res: AskResult) -> None:
+        """LLM-AMT-style baseline (Wang et al. 2023): the generator expands the query, hybrid
+        retrieval runs for every query, the generator keeps the passages it judges relevant and
+        useful (knowledge self-refinement), then answers from them with a chain of thought."""
+        from medr2.apply.prompts import expand_messages, refine_messages
+
+        e, cfg = self.engine, self.engine.config
+        if e.generator is None:
+            raise LLMError("the llm_amt baseline needs a generator (--llm): its expansion and refinement are LLM calls")
+        queries = [question]
+        with stage("expand"):
+            try:
+                got = structured(e.generator, expand_messages(question), {
+                    "type": "object", "required": ["queries"], "properties": {"queries": {
+                        "type": "array", "minItems": 1, "maxItems": 3,
+                        "items": {"type": "string", "minLength": 3, "maxLength": 200}}}}, max_tokens=160)
+                queries += [q for q in got["queries"] if q.strip() and q not in queries]
+            except LLMError as err:
+                res.notes.append(f"query expansion failed ({err}); searched with the question only")
+        res.reformulation = {"method": "llm_amt", "queries": queries}
+        pool: dict[str, Hit] = {}
+        with stage("retrieve"):
+            for q in queries:
+                for h in e.retrieve(query_text(q, max_chars=cfg.query.max_query_chars) or question, cfg.appraise.coarse_k):
+                    pool.setdefault(h.passage_id, h)
+        hits = e.rerank(question, list(pool.values()), cfg.appraise.coarse_k, res.notes)
+        schema = {"type": "object", "required": ["relevant", "useful"],
+                  "properties": {"relevant": {"type": "boolean"}, "useful": {"type": "boolean"}}}
+        kept: list[Hit] = []
+        verdicts: dict[str, str] = {}
+        with stage("refine"):
+            for h in hits:
+                try:
+                    v = structured(e.generator, refine_messages(question, h.text[:2000]), schema, max_tokens=24)
+                    ok = bool(v["relevant"] and v["useful"])
+                    verdicts[h.passage_id] = "kept by the refiner" if ok else \
+                        f"dropped by the refiner (relevant={v['relevant']}, useful={v['useful']})"
+                except LLMError as err:
+                    ok, verdicts[h.passage_id] = True, f"kept (refiner failed: {err})"
+                if ok:
+                    kept.append(h)
+        if not kept and hits:
+            res.notes.append("the refiner kept no passage; answered from the top 3 retrieved")
+            kept = hits[:3]
+        with stage("evidence_level"):
+            rows = base_rows(hits, e.leveler)
+        keep_ids = {h.passage_id for h in kept}
+        for r in rows:
+            if r.passage_id not in keep_ids:
+                r.reason = "dropped: " + verdicts.get(r.passage_id, "not kept")
+        with stage("pack"):
+            evidence = self._pack(rows, self._budget())
+        with stage("generate"):
+            try:
+                ans = e.answerer_cot.answer(question, options, evidence)
+            except LLMError as err:
+                ans = Answer(f"Insufficient evidence: the generator failed ({err}).", insufficient=True,
+                             method="error", notes=[str(err)])
+        res.rounds.append(RoundRecord(round=1, query=" | ".join(queries), coarse_ids=[h.passage_id for h in hits],
+                                      context_ids=[x.passage_id for x in evidence], answer=ans.answer,
+                                      insufficient=ans.insufficient))
         res.evidence = rows
         self._finish(res, ans)
 
