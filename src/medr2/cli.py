@@ -374,12 +374,14 @@ def print_answer(res, explain: bool) -> None:
                                  "llm_amt"]))
 @click.option("--kg", "use_kg", is_flag=True, help="Graph mode (same as --pipeline kg): quality-ranked subgraph, "
                                                    "its passages and the dense top-5, tier-conditioned prompt.")
+@click.option("--answer-mode", type=click.Choice(["generate", "loglik"]), default="generate", show_default=True,
+              help="loglik: pick the option with the highest log-likelihood (prefill only, no generation).")
 @click.option("--rounds", type=click.IntRange(1, 20), help="Maximum retrieval rounds T (default: assess.max_rounds).")
 @click.option("--explain", is_flag=True, help="Show every round, all coarse passages and per-stage usage.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (answer, rationale, citations, "
                                                       "evidence, rounds, usage, ...).")
-def ask(question, index_dir, config_path, option_pairs, llm_spec, scorer, pipeline_name, use_kg, rounds, explain,
-        as_json):
+def ask(question, index_dir, config_path, option_pairs, llm_spec, scorer, pipeline_name, use_kg, answer_mode, rounds,
+        explain, as_json):
     """Answer a question from the index with cited, appraised evidence (Med-R2, or the graph with --kg)."""
     if use_kg:
         pipeline_name = "kg"
@@ -400,7 +402,7 @@ def ask(question, index_dir, config_path, option_pairs, llm_spec, scorer, pipeli
     except (OSError, RuntimeError, ImportError, ValueError) as e:  # classifier artefact, cross-encoder, ...
         _fail(f"{type(e).__name__}: {e}")
     try:
-        res = Pipeline(engine, pipeline_name, rounds).run(question, options)
+        res = Pipeline(engine, pipeline_name, rounds, answer_mode).run(question, options)
     except QueryError as e:
         _fail(str(e), EXIT_USAGE)
     except LLMError as e:
@@ -457,8 +459,11 @@ def eval_group() -> None:
 @click.option("--limit", type=int, help="Answer at most this many questions of the (sub)set this time.")
 @click.option("--shard", help="i/n: answer every n-th question starting at i (parallel runs).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the :N subset.")
+@click.option("--answer-mode", type=click.Choice(["generate", "loglik"]), default="generate", show_default=True,
+              help="loglik: pick the option with the highest log-likelihood (prefill only, no generation).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar with ETA (default: on a terminal).")
-def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, out_dir, limit, shard, seed, progress):
+def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, out_dir, limit, shard, seed,
+             answer_mode, progress):
     """Answer a benchmark with a pipeline; resumable (rerun to continue), cached, shardable."""
     from medr2.eval.datasets import DatasetError
     from medr2.eval.runner import in_shard, load_questions, parse_dataset_spec, parse_shard, run, safe_name, subset
@@ -480,20 +485,21 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
         _fail(str(e))
     except _model_errors() as e:
         _fail(str(e))
-    pipe = Pipeline(engine, method)
+    pipe = Pipeline(engine, method, answer_mode=answer_mode)
     model = safe_name(getattr(engine.generator, "name", None) or "none")
 
     def answer(q):
         try:
             res = pipe.run(q.question, q.options)
-        except (QueryError, LLMError) as e:
+        except (QueryError, LLMError, ValueError) as e:
             return {"answer": "", "rationale": f"not answered: {e}", "insufficient": True}
         return {"answer": res.answer, "rationale": res.rationale, "citations": res.citations,
                 "insufficient": res.insufficient, "usage": res.usage}
 
     dataset_dir = safe_name(qs[0].dataset if qs else Path(name).stem)
-    out = Path(out_dir) / dataset_dir / safe_name(method) / model
+    out = Path(out_dir) / dataset_dir / safe_name(method + ("+loglik" if answer_mode == "loglik" else "")) / model
     manifest = {"dataset": dataset_spec, "subset_seed": seed, "shard": shard, "method": method,
+                "answer_mode": answer_mode,
                 "models": engine.model_names(), "index": str(index_dir), "corpus": engine.index.stats().get("by_source_type"),
                 "config": engine.config.model_dump(mode="json")}
     try:

@@ -277,9 +277,13 @@ def query_text(*parts: str, max_chars: int) -> str:
 
 
 class Pipeline:
-    def __init__(self, engine: Engine, name: str = "medr2", rounds: Optional[int] = None):
+    def __init__(self, engine: Engine, name: str = "medr2", rounds: Optional[int] = None,
+                 answer_mode: str = "generate"):
         if name not in PIPELINES:
             raise ValueError(f"unknown pipeline {name!r}; choose from {', '.join(PIPELINES)}")
+        if answer_mode not in ("generate", "loglik"):
+            raise ValueError(f"answer mode is generate or loglik, not {answer_mode!r}")
+        self.answer_mode = answer_mode
         self.engine = engine
         self.name = name
         self.s = PIPELINES[name]
@@ -303,7 +307,8 @@ class Pipeline:
                 self._amt(question, options, res)
             elif not self.s.retrieve:
                 with stage("generate"):
-                    ans = direct_answer(e.generator, question, options, self.s.cot, cfg.apply.max_answer_tokens)
+                    ans = (self._loglik().answer(question, options, []) if self._use_loglik(options) else
+                           direct_answer(e.generator, question, options, self.s.cot, cfg.apply.max_answer_tokens))
                 self._finish(res, ans)
             else:
                 self._rag(question, options, res)
@@ -350,7 +355,7 @@ class Pipeline:
                 f"{sorted(langs)} passages; ask in that language or ingest sources in '{qlang}'.",
                 insufficient=True, method="rule"))
             return
-        answerer = e.answerer_cot if self.s.cot else e.answerer_plain
+        answerer = self._loglik() if self._use_loglik(options) else (e.answerer_cot if self.s.cot else e.answerer_plain)
         budget = self._budget()
         reference: Optional[str] = None
         if self.s.fine_rerank and e.appraiser.usefulness is not None and e.generator is not None:
@@ -418,6 +423,18 @@ class Pipeline:
         res.evidence = rows
         self._finish(res, ans)
 
+    def _use_loglik(self, options: dict[str, str]) -> bool:
+        if self.answer_mode != "loglik":
+            return False
+        if not options:
+            raise ValueError("--answer-mode loglik scores the options of a multiple-choice question; this one has none")
+        return True
+
+    def _loglik(self):
+        from medr2.apply.loglik import LoglikAnswerer
+
+        return LoglikAnswerer(self.engine.generator)
+
     def _kg(self, question: str, options: dict[str, str], res: AskResult) -> None:
         """Graph mode: linked entities, the quality-ranked subgraph, the passages its triples come
         from united with the dense top-5, and a tier-conditioned prompt."""
@@ -453,7 +470,8 @@ class Pipeline:
                           for c in cases)
         with stage("generate"):
             try:
-                ans = e.answerer_cot.answer(question, options, evidence, graph=block or None)
+                ans = (self._loglik() if self._use_loglik(options) else e.answerer_cot).answer(
+                    question, options, evidence, graph=block or None)
             except LLMError as err:
                 ans = Answer(f"Insufficient evidence: the generator failed ({err}).", insufficient=True,
                              method="error", notes=[str(err)])

@@ -1,0 +1,60 @@
+"""The cheap answering mode for multiple choice: score each option by the generator's
+log-likelihood of ``" X. option text"`` after the evidence and the question (prefill only, no
+generation), and answer with the best. No chain of thought and no citations are produced; the
+answer is conditioned on every passage in the context.
+
+Example::
+
+    >>> from medr2.apply.loglik import pick, option_prompt
+    >>> pick({"A": -1.2, "B": -0.4, "C": -0.4})
+    'B'
+    >>> print(option_prompt("Q?", {"A": "x"}, []))
+    Question: Q?
+    Options:
+    A. x
+    Answer:
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from medr2.apply.answer import Answer, EvidenceItem
+from medr2.apply.prompts import fence
+from medr2.llm.base import LLM, LLMError
+
+
+def pick(scores: dict[str, float]) -> str:
+    """The option with the highest score (the first letter on ties)."""
+    return max(sorted(scores), key=lambda k: (scores[k], -ord(k[0])))
+
+
+def option_prompt(question: str, options: dict[str, str], evidence: list[EvidenceItem]) -> str:
+    parts = [f"[{e.n}] {e.title}\n{fence(e.n, e.text)}" for e in evidence]
+    head = ("Evidence:\n" + "\n\n".join(parts) + "\n\n") if parts else ""
+    opts = "\n".join(f"{k}. {v}" for k, v in options.items())
+    return f"{head}Question: {question}\nOptions:\n{opts}\nAnswer:"
+
+
+class LoglikAnswerer:
+    def __init__(self, llm: Optional[LLM]):
+        if llm is None:
+            raise LLMError("log-likelihood answering needs a generator that gives token log-probabilities (--llm)")
+        self.llm = llm
+
+    def answer(self, question: str, options: dict[str, str], evidence: list[EvidenceItem],
+               graph: Optional[str] = None) -> Answer:
+        if not options:
+            raise ValueError("log-likelihood answering scores options: give the question's options "
+                             "(or use --answer-mode generate)")
+        prompt = option_prompt(question, options, evidence)
+        if graph:
+            prompt = "Knowledge graph statements:\n" + graph + "\n\n" + prompt
+        scores = {}
+        for k, v in options.items():
+            lps = self.llm.continuation_logprobs(prompt, f" {k}. {v}")
+            scores[k] = sum(lps) / len(lps) if lps else float("-inf")
+        best = pick(scores)
+        detail = ", ".join(f"{k} {s:.3f}" for k, s in scores.items())
+        return Answer(best, f"mean token log-likelihood per option: {detail}", [], [], False, "loglik",
+                      [f"log-likelihood mode: conditioned on {len(evidence)} passage(s); no citations are generated"])
