@@ -77,6 +77,12 @@ def test_trust_modes_end_to_end(tmp_path, encoder):
     assert summary["oracle_kg"]["grounded_precision"] == 1.0 and summary["oracle_kg"]["omission"] < 1.0
     assert summary["oracle_kg"]["invalid_citation"] == 0.0
     assert "| oracle_kg | 2 |" in r.output
+    rag_args = ["eval", "trust", "--questions", str(qfile), "--index", str(idx), "--llm", "none", "--mode", "oracle_kg",
+                "--ragas", "--out", str(tmp_path / "rag")]
+    rag = CliRunner().invoke(main, rag_args)
+    assert rag.exit_code == 0, rag.output + str(rag.exception)
+    rs = json.loads((tmp_path / "rag" / "summary.json").read_text())["oracle_kg"]["ragas"]
+    assert 0.0 <= rs["context_entity_recall"] <= 1.0 and 0.0 < rs["answer_similarity"] <= 1.0
     before = {p: p.stat().st_mtime_ns for p in out.rglob("*.json") if p.name != "summary.json"}
     assert CliRunner().invoke(main, args).exit_code == 0  # resumes: nothing answered again
     assert {p: p.stat().st_mtime_ns for p in before} == before

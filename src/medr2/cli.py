@@ -519,8 +519,13 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
               help="Modes to compare (repeatable; default all four). full needs `medr2 kg build`.")
 @click.option("--llm", "llm_spec", help="Generator (as in ask; default llm.generator).")
 @click.option("--limit", type=int, help="Only the first N questions.")
+@click.option("--ragas", "with_ragas", is_flag=True, help="Add RAGAS-style metrics (entity recall and answer "
+                                                          "similarity always; judge metrics with --judge).")
+@click.option("--judge", "judge_spec", help="LLM judge for faithfulness, context precision and recall.")
+@click.option("--judge-runs", default=1, show_default=True, type=click.IntRange(1, 10),
+              help="Repeated judge runs (seeds 0..N-1, temperature 0.7) to measure the judge's variance.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False))
-def eval_trust(questions, index_dir, config_path, modes, llm_spec, limit, out_dir):
+def eval_trust(questions, index_dir, config_path, modes, llm_spec, limit, with_ragas, judge_spec, judge_runs, out_dir):
     """Trust metrics (omission, conflicts, unsupported claims, invalid citations, grounded precision) per mode."""
     from medr2.eval.trust_run import TrustError, load_trust_questions, run_trust
     from medr2.llm.base import LLMError
@@ -537,13 +542,24 @@ def eval_trust(questions, index_dir, config_path, modes, llm_spec, limit, out_di
         _fail(str(e), EXIT_USAGE)
     except _model_errors() as e:
         _fail(str(e))
+    ragas = None
     try:
+        if with_ragas or judge_spec:
+            from medr2.kg.build import library_for
+            from medr2.llm.factory import load_llm
+
+            judge = load_llm(judge_spec, engine.config.llm, engine.cache) if judge_spec else None
+            ragas = {"judge": judge, "runs": judge_runs, "library": library_for(engine.config.kg),
+                     "encoder": engine.index.encoder}
         summary = run_trust(engine, qs, list(modes) or ["no_rag", "passage", "full", "oracle_kg"], Path(out_dir),
-                            lambda msg: click.echo(msg, err=True) if sys.stderr.isatty() else None)
-    except (TrustError, ValueError) as e:
+                            lambda msg: click.echo(msg, err=True) if sys.stderr.isatty() else None, ragas)
+    except (TrustError, ValueError, LLMError) as e:
         _fail(str(e), EXIT_USAGE)
     finally:
         engine.close()
+    for mode, r in summary.items():
+        if "ragas" in r:
+            click.echo(f"{mode} RAGAS: " + ", ".join(f"{k} {_fmt(v)}" for k, v in r["ragas"].items()))
     click.echo("| mode | n | omission | conflict rate | unsupported claims | invalid citations | grounded precision | "
                "insufficient | s/question |")
     click.echo("|---|---:|---:|---:|---:|---:|---:|---:|---:|")

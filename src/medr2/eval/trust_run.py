@@ -65,7 +65,9 @@ def oracle_answer(engine, q: dict) -> dict:
 
 
 def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
-              progress: Optional[Callable[[str], None]] = None) -> dict[str, dict]:
+              progress: Optional[Callable[[str], None]] = None, ragas: Optional[dict] = None) -> dict[str, dict]:
+    """``ragas``: {"judge": LLM or None, "runs": int, "library": EntityLibrary, "encoder": ...} adds the
+    RAGAS-style metrics (:mod:`medr2.eval.ragas`) to every row."""
     from medr2.pipelines import Pipeline
 
     for m in modes:
@@ -93,6 +95,13 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
             row = {"id": q["id"], "mode": mode, "question": q["question"], "answer": res.get("answer"),
                    "citations": res.get("citations"), "metrics": score_answer(res, required),
                    "seconds": round(time.perf_counter() - t, 3), "method": res.get("method")}
+            if ragas is not None:
+                from medr2.eval.ragas import ragas_scores
+
+                ctx = [e["text"] for e in res.get("evidence") or [] if e.get("kept")]
+                text = " ".join(x for x in (res.get("rationale"), res.get("answer")) if x)
+                row["ragas"] = ragas_scores(text, q.get("answer", ""), ctx, ragas.get("judge"), ragas.get("runs", 1),
+                                            ragas.get("library"), ragas.get("encoder"))
             tmp = f.with_suffix(".tmp")
             tmp.write_text(json.dumps(row, ensure_ascii=False, indent=1), encoding="utf-8")
             tmp.replace(f)
@@ -100,5 +109,24 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
             if progress:
                 progress(f"{mode} {q['id']}")
         summary[mode] = summarize(rows)
+        if any("ragas" in r for r in rows):
+            summary[mode]["ragas"] = ragas_summary([r["ragas"] for r in rows if "ragas" in r])
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return summary
+
+
+def ragas_summary(items: list[dict]) -> dict:
+    """Mean of each RAGAS metric over questions; for judge metrics also the mean per-question std
+    over repeated judge runs (the judge's own variance)."""
+    from medr2.eval.trust import mean
+
+    out = {}
+    for k in ("context_entity_recall", "answer_similarity"):
+        out[k] = mean(i.get(k) for i in items)
+    for k in ("faithfulness", "context_precision", "context_recall"):
+        vals = [i[k] for i in items if isinstance(i.get(k), dict)]
+        if vals:
+            out[k] = mean(v["mean"] for v in vals)
+            out[k + "_judge_std"] = mean(v["std"] for v in vals)
+    out["judge_failures"] = sum(int(i.get("judge_failures") or 0) for i in items)
+    return out
