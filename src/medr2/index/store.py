@@ -17,14 +17,13 @@ Example::
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional, Protocol
+from typing import Any, Iterable, Optional, Protocol
 
 import numpy as np
 
+from medr2.index.sqlite import SQLiteFile
 from medr2.schema import Document, Passage
 
 _SCHEMA = """
@@ -61,47 +60,10 @@ class Store(Protocol):
     def filter_rowids(self, source_types=None, year_min=None, year_max=None, languages=None) -> np.ndarray: ...
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteFile):
     def __init__(self, path: Path):
-        self.path = Path(path)
-        self.db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")  # a commit survives power loss, not only a killed process
-        self.db.execute("PRAGMA foreign_keys=OFF")
-        self.db.executescript(_SCHEMA)
-        self._depth = 0
-
-    def close(self) -> None:
-        self.db.close()
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        if self._depth:
-            self._depth += 1
-            try:
-                yield
-            finally:
-                self._depth -= 1
-            return
-        self.db.execute("BEGIN IMMEDIATE")
-        self._depth = 1
-        try:
-            yield
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        else:
-            self.db.execute("COMMIT")
-        finally:
-            self._depth = 0
-
-    # meta ---------------------------------------------------------------------------------
-    def get_meta(self, key: str, default: Optional[str] = None) -> Optional[str]:
-        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
-        return row[0] if row else default
-
-    def set_meta(self, key: str, value: str) -> None:
-        self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+        # synchronous=FULL: a commit survives power loss, not only a killed process
+        super().__init__(path, _SCHEMA, synchronous="FULL")
 
     def next_rowid(self) -> int:
         row = self.db.execute("SELECT MAX(rowid) FROM passages").fetchone()

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import time
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Protocol
+
+from medr2.index.sqlite import SQLiteFile
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -99,45 +99,9 @@ def triple_id(head_id: str, relation: str, tail_id: str) -> str:
     return "t" + h[:16]
 
 
-class KGStore:
+class KGStore(SQLiteFile):
     def __init__(self, path: Path):
-        self.path = Path(path)
-        self.db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(_SCHEMA)
-        self._depth = 0
-
-    def close(self) -> None:
-        self.db.close()
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        if self._depth:
-            self._depth += 1
-            try:
-                yield
-            finally:
-                self._depth -= 1
-            return
-        self.db.execute("BEGIN IMMEDIATE")
-        self._depth = 1
-        try:
-            yield
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        else:
-            self.db.execute("COMMIT")
-        finally:
-            self._depth = 0
-
-    def get_meta(self, key: str, default: Optional[str] = None) -> Optional[str]:
-        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
-        return row[0] if row else default
-
-    def set_meta(self, key: str, value: str) -> None:
-        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+        super().__init__(path, _SCHEMA, synchronous="NORMAL")
 
     # -- documents ---------------------------------------------------------------------------------
     def docs(self) -> dict[str, tuple[str, list[str]]]:
