@@ -27,6 +27,13 @@ def _kg(index_dir: str):
         _fail(str(e), EXIT_USAGE)
 
 
+def _llm(spec: str, idx, index_dir: str):
+    """A generator from a spec, with the index's model settings and call cache."""
+    from medr2.llm.factory import load_llm, open_cache
+
+    return load_llm(spec, idx.config.llm, open_cache(idx.config.llm, index_dir))
+
+
 def _cfg(config_path: Optional[str]):
     from medr2.config import Config
 
@@ -72,10 +79,7 @@ def kg_build(index_dir, config_path, extractors, llm_spec, progress, as_json):
     llm = None
     try:
         if "llm" in names:
-            from medr2.llm.factory import load_llm, open_cache
-
-            spec = llm_spec or idx.config.llm.generator
-            llm = load_llm(spec, idx.config.llm, open_cache(idx.config.llm, index_dir))
+            llm = _llm(llm_spec or idx.config.llm.generator, idx, index_dir)
             if llm is None:
                 _fail("the llm extractor needs a generator: pass --llm (e.g. local or http://HOST/v1)", EXIT_USAGE)
         library = library_for(cfg.kg)
@@ -342,9 +346,7 @@ def kg_cases(case_file, index_dir, config_path, fmt, limit, llm_spec, progress):
     try:
         llm = None
         if llm_spec:
-            from medr2.llm.factory import load_llm, open_cache
-
-            llm = load_llm(llm_spec, idx.config.llm, open_cache(idx.config.llm, index_dir))
+            llm = _llm(llm_spec, idx, index_dir)
         b = CaseGraphBuilder(kg, RuleExtractor(library_for(cfg.kg)), idx.encoder, llm)
 
         def text_of(tid: str) -> str:
@@ -418,11 +420,7 @@ def kg_search(question, index_dir, config_path, with_union, with_cases, llm_spec
             from medr2.kg.extract.rules import RuleExtractor
             from medr2.kg.personalized import match_cases
 
-            llm = None
-            if llm_spec:
-                from medr2.llm.factory import load_llm, open_cache
-
-                llm = load_llm(llm_spec, idx.config.llm, open_cache(idx.config.llm, index_dir))
+            llm = _llm(llm_spec, idx, index_dir) if llm_spec else None
             out["cases"] = match_cases(kg, idx.encoder, question, RuleExtractor(gs.linker), llm)
     except QueryError as e:
         _fail(str(e), EXIT_USAGE)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from medr2.llm.llamacpp import medr2_home
 
@@ -162,23 +162,31 @@ def build_table(sources: list[str], user_files: Iterable[str] = ()) -> dict[str,
                 "synonyms": sorted(v, key=lambda s: (v[s] != 0, len(s), s))} for k, v in table.items()}
 
 
-def load_table(sources: list[str], user_files: list[str] = (), cache_dir: Optional[Path] = None) -> SynonymTable:
-    def stamp(path: str) -> list:
-        q = Path(path)
-        return [path, q.stat().st_size, q.stat().st_mtime_ns] if q.is_file() else [path, None, None]
+def file_stamp(path: str) -> list:
+    """A file's identity for a cache key: path, size and modification time (None when absent)."""
+    q = Path(path)
+    return [path, q.stat().st_size, q.stat().st_mtime_ns] if q.is_file() else [path, None, None]
 
-    files = [stamp(f) for f in sorted(user_files)] + [stamp(s[5:]) for s in sorted(sources) if s.startswith("mesh:")]
-    key = json.dumps({"v": CACHE_VERSION, "sources": sorted(sources), "files": files})
+
+def cached_json(directory: Path, prefix: str, key: dict, build: Callable[[], Any]) -> Any:
+    """``directory/<prefix>-<hash of key>.json`` if it exists, else ``build()`` written there
+    atomically. The key names every input (versions, sources, file stamps)."""
     import hashlib
 
-    name = hashlib.sha256(key.encode()).hexdigest()[:16]
-    d = cache_dir or (medr2_home() / "terms")
-    path = d / f"synonyms-{name}.json"
+    path = directory / f"{prefix}-{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]}.json"
     if path.is_file():
-        return SynonymTable(json.loads(path.read_text(encoding="utf-8")))
-    table = build_table(list(sources), user_files)
-    d.mkdir(parents=True, exist_ok=True)
+        return json.loads(path.read_text(encoding="utf-8"))
+    data = build()
+    directory.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
+    tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     tmp.replace(path)
-    return SynonymTable(table)
+    return data
+
+
+def load_table(sources: list[str], user_files: list[str] = (), cache_dir: Optional[Path] = None) -> SynonymTable:
+    files = [file_stamp(f) for f in sorted(user_files)] + [file_stamp(s[5:]) for s in sorted(sources)
+                                                           if s.startswith("mesh:")]
+    key = {"v": CACHE_VERSION, "sources": sorted(sources), "files": files}
+    return SynonymTable(cached_json(cache_dir or (medr2_home() / "terms"), "synonyms", key,
+                                    lambda: build_table(list(sources), user_files)))

@@ -33,8 +33,6 @@ Example::
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -497,28 +495,21 @@ def entries_for(source: str) -> Iterator[tuple[str, str, str, list[str]]]:
 def load_library(sources: list[str], user_files: list[str] = (), fuzzy_min: float = 90.0,
                  cache_dir: Optional[Path] = None) -> EntityLibrary:
     """Build (or read from the cache) the library for these sources; user files come first."""
-    def stamp(path: str) -> list:
-        q = Path(path)
-        return [path, q.stat().st_size, q.stat().st_mtime_ns] if q.is_file() else [path, None, None]
+    from medr2.formulate.terms import cached_json, file_stamp
 
     paths = [s.split(":", 1)[1].rpartition(":")[0] if s.startswith("zh:") else s.split(":", 1)[1]
              for s in sources if ":" in s]
-    key = json.dumps({"v": CACHE_VERSION, "sources": list(sources), "files": [stamp(f) for f in list(user_files) + paths]})
-    d = cache_dir or (medr2_home() / "kg")
-    path = d / f"library-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
-    if path.is_file():
-        return EntityLibrary.from_dict(json.loads(path.read_text(encoding="utf-8")), fuzzy_min)
-    entities: dict[str, list] = {}
-    names: dict[str, list] = {}
-    for f in user_files:
-        for e in user_entries(f):
-            _add(entities, names, *e)
-    for src in sources:
-        for e in entries_for(src):
-            _add(entities, names, *e)
-    lib = EntityLibrary(entities, names, fuzzy_min)
-    d.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(lib.to_dict(), ensure_ascii=False), encoding="utf-8")
-    tmp.replace(path)
-    return lib
+    key = {"v": CACHE_VERSION, "sources": list(sources), "files": [file_stamp(f) for f in list(user_files) + paths]}
+
+    def build() -> dict:
+        entities: dict[str, list] = {}
+        names: dict[str, list] = {}
+        for f in user_files:
+            for e in user_entries(f):
+                _add(entities, names, *e)
+        for src in sources:
+            for e in entries_for(src):
+                _add(entities, names, *e)
+        return EntityLibrary(entities, names, fuzzy_min).to_dict()
+
+    return EntityLibrary.from_dict(cached_json(cache_dir or (medr2_home() / "kg"), "library", key, build), fuzzy_min)
