@@ -203,6 +203,7 @@ def test_head_of_an_unknown_longer_phrase_is_a_suggestion(lib):
     assert lv("Offer it for pulmonary hypertension.") == [("mesh:hypertension", "suggestion")]  # a narrower concept
     assert lv("Offer it in severe hypertension.") == [("mesh:hypertension", "exact")]  # severity does not narrow it
     assert lv("Offer it to adults with hypertension.") == [("mesh:hypertension", "exact")]
+    assert lv("Lisinopril treats hypertension.") == [("drug:lisinopril", "exact"), ("mesh:hypertension", "exact")]
 
 
 def test_user_synonym_files_and_gbt_terms(tmp_path):

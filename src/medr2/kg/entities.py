@@ -83,6 +83,9 @@ _PHRASE_BOUNDARY = {
     "about", "into", "via", "between", "among", "against", "suspected", "possible", "probable", "confirmed",
     "treat", "treated", "treating", "manage", "managing", "cause", "causes", "caused", "prevent", "reduce", "take",
     "taking", "receive", "receiving", "develop", "developing", "diagnose", "diagnosed", "also", "only", "then", "do",
+    "treats", "prevents", "reduces", "increases", "improves", "lowers", "raises", "relieves", "controls", "manages",
+    "induces", "triggers", "worsens", "indicates", "suggests", "shows", "has", "does", "may", "can", "should",
+    "must", "will", "would", "could", "might", "often", "usually", "common", "rare",
 }
 _NARROWABLE = {"Disease", "Symptom", "Syndrome", "Condition", "Procedure", "Test"}
 
