@@ -22,11 +22,11 @@ def _model_errors() -> tuple[type[BaseException], ...]:
     """Errors that mean a model, the index or a setting cannot be used: a message, no traceback."""
     import sqlite3
 
+    from medr2.index.backend import BackendError
     from medr2.index.dense import EncoderError
-    from medr2.index.index import IndexError_
     from medr2.index.splade import SpladeError
 
-    return (EncoderError, SpladeError, IndexError_, sqlite3.Error)
+    return (EncoderError, SpladeError, BackendError, sqlite3.Error)
 
 
 def _fail(msg: str, code: int = EXIT_FAIL) -> None:
@@ -42,11 +42,12 @@ def _load_config(path: Optional[str]) -> Optional[Config]:
 
 
 def _open(index: str, config: Optional[Config], writable: bool = False, create: bool = False):
-    from medr2.index.index import Index, IndexError_
+    from medr2.index.backend import BackendError
+    from medr2.index.index import Index
 
     try:
         return Index.open(index, config, create=create, writable=writable)
-    except IndexError_ as e:
+    except BackendError as e:
         _fail(str(e), EXIT_USAGE)
 
 
@@ -74,7 +75,16 @@ config_opt = click.option("--config", "config_path", type=click.Path(dir_okay=Fa
 @click.option("--force", is_flag=True, help="Re-read files even when unchanged.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
-def ingest(paths, index_dir, config_path, fmt, mapping, source_type, force, as_json, progress):
+@click.option("--backend", type=click.Choice(["embedded", "milvus"]),
+              help="Vectors and terms of a new index: embedded segment files (default) or Milvus.")
+@click.option("--uri", help="Milvus: a Lite file or http://host:19530 (default: DIR/milvus.db).")
+@click.option("--store", type=click.Choice(["sqlite", "postgres"]),
+              help="Documents, passages and graph of a new index: SQLite in DIR (default) or PostgreSQL.")
+@click.option("--store-uri", help="PostgreSQL: postgresql://user@host:5432/db (password from PGPASSWORD).")
+@click.option("--workers", type=int, default=None,
+              help="Worker processes that read, segment and embed files in parallel (default: ingest.workers).")
+def ingest(paths, index_dir, config_path, fmt, mapping, source_type, force, as_json, progress, backend, uri, store,
+           store_uri, workers):
     """Ingest files or directories into an index (created when missing)."""
     from medr2.ingest.loaders.base import LoadError, get_loader
     from medr2.ingest.loaders.records import check_mapping
@@ -94,7 +104,10 @@ def ingest(paths, index_dir, config_path, fmt, mapping, source_type, force, as_j
             get_loader(fmt)
     except LoadError as e:
         _fail(str(e), EXIT_USAGE)
+    config = _with_backend(config, backend, uri, store, store_uri)
     idx = _open(index_dir, config, writable=True, create=True)
+    if workers is not None:
+        idx.config.ingest.workers = max(1, workers)
     # per-run options do not change what the index is bound to
     if fields:
         idx.config.ingest.json_fields.update(fields)
@@ -131,6 +144,27 @@ def ingest(paths, index_dir, config_path, fmt, mapping, source_type, force, as_j
                if report.truncated_sections else "")
         )
     sys.exit(report.exit_code)
+
+
+def _with_backend(config: Optional[Config], backend, uri, store, store_uri) -> Optional[Config]:
+    """The config with the engine options of the command line (they only matter for a new index;
+    an existing one refuses options that contradict its engines)."""
+    if not (backend or uri or store or store_uri):
+        return config
+    config = config or Config()
+    if uri and not backend:
+        backend = "milvus"
+    if store_uri and not store:
+        store = "postgres"
+    if backend:
+        config.index.backend = backend
+    if uri:
+        config.index.uri = uri
+    if store:
+        config.index.store = store
+    if store_uri:
+        config.index.store_uri = store_uri
+    return config
 
 
 def _print_hits(result) -> None:
@@ -271,11 +305,38 @@ def index_stats(index_dir, as_json):
     for t, v in sorted(st["by_source_type"].items()):
         click.echo(f"  {t:<10} documents {v.get('documents', 0):>7}   passages {v.get('passages', 0):>8}")
     click.echo(f"languages: {st['languages']}   files: {st['files']}")
-    click.echo(f"dense: {st['dense_model']} ({st['dense_dim']}-d)   segments: "
-               + ", ".join(f"{s['kind']}:{s['live']}/{s['rows']}" for s in st["segments"]))
+    if "milvus" in st:
+        m = st["milvus"]
+        click.echo(f"dense: {st['dense_model']} ({st['dense_dim']}-d)   milvus: {m['uri']} collection "
+                   f"{m['collection']} ({m['rows']} rows, {m['dense_index']}, analyzer {m['analyzer']})")
+    else:
+        click.echo(f"dense: {st['dense_model']} ({st['dense_dim']}-d)   segments: "
+                   + ", ".join(f"{s['kind']}:{s['live']}/{s['rows']}" for s in st["segments"]))
     d = st["disk_bytes"]
     click.echo(f"disk: store {d['store'] / 1e6:.1f} MB, segments {d['segments'] / 1e6:.1f} MB, total "
                f"{d['total'] / 1e6:.1f} MB   memory (segments): {st['memory_bytes'] / 1e6:.1f} MB")
+
+
+@index_group.command("migrate")
+@click.option("--from", "src_dir", required=True, type=click.Path(file_okay=False, exists=True),
+              help="An embedded index directory (left unchanged).")
+@click.option("--to", "target", required=True,
+              help="Milvus: milvus://host:19530, http://host:19530, or milvus-lite:PATH (a Lite file).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False),
+              help="Directory of the new index (default: the source directory name + '-milvus').")
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
+def index_migrate(src_dir, target, out_dir, progress):
+    """Copy an embedded index to Milvus without re-embedding (vectors, BM25 terms, SPLADE)."""
+    from medr2.index.backend import BackendError
+    from medr2.index.migrate import migrate_to_milvus
+
+    out = out_dir or str(Path(src_dir).resolve()) + "-milvus"
+    show = sys.stderr.isatty() if progress is None else progress
+    try:
+        n = migrate_to_milvus(Path(src_dir), target, Path(out), progress=show)
+    except BackendError as e:
+        _fail(str(e), EXIT_USAGE)
+    click.echo(f"migrated {n} passages to {target}; the new index is {out} (search it with --index {out})")
 
 
 def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:

@@ -120,6 +120,10 @@ class IngestConfig(_Cfg):
     # JSON Lines and CSV are streamed whatever their size.
     max_whole_file_mb: int = 64
     batch_passages: int = 1024  # commit after this many passages
+    # Worker processes that read, segment and embed files in parallel ("local"), or Ray tasks
+    # across a cluster ("ray", needs ray installed and RAY_ADDRESS); one writer commits.
+    workers: int = Field(1, ge=1)
+    executor: Literal["local", "ray"] = "local"
     # JSON/JSONL field mapping for the generic loader (dotted paths allowed).
     json_fields: dict[str, str] = Field(default_factory=dict)
     # Source type given to records of generic formats that do not name one.
@@ -310,6 +314,30 @@ class KGConfig(_Cfg):
     induce_min_support: int = Field(3, ge=1)
 
 
+class IndexConfig(_Cfg):
+    """Where passages, vectors and terms live: the embedded default, or server engines for
+    corpora beyond one machine (Milvus for vectors and BM25, PostgreSQL for the documents,
+    passages and the knowledge graph). Fixed when an index is created (``DIR/backend.json``)."""
+
+    backend: Literal["embedded", "milvus"] = "embedded"
+    # Milvus: a Milvus Lite file (default DIR/milvus.db) or a server, http://host:19530.
+    # The server's token comes from the environment variable named here, never from a file.
+    uri: str = ""
+    token_env: str = "MEDR2_MILVUS_TOKEN"
+    # BM25 terms in Milvus: "medr2" feeds medr2's own tokens (stemmed English, jieba Chinese)
+    # so that scores equal the embedded index's; "english" / "chinese" use Milvus's analyzers.
+    analyzer: Literal["medr2", "english", "chinese"] = "medr2"
+    # Dense index type on Milvus: Lite supports FLAT (exact) and IVF_FLAT; a cluster also HNSW,
+    # IVF_PQ, DISKANN, AUTOINDEX. ``dense_params`` are passed to the index (e.g. {"M": 32}).
+    dense_index: Literal["FLAT", "IVF_FLAT", "IVF_PQ", "HNSW", "DISKANN", "AUTOINDEX"] = "FLAT"
+    dense_params: dict[str, int] = Field(default_factory=dict)
+    search_params: dict[str, int] = Field(default_factory=dict)  # e.g. {"nprobe": 16} or {"ef": 128}
+    # Documents, passages and the knowledge graph: SQLite in DIR, or PostgreSQL
+    # (postgresql://user@host:5432/db; the password from PGPASSWORD, never stored).
+    store: Literal["sqlite", "postgres"] = "sqlite"
+    store_uri: str = ""
+
+
 class ServeConfig(_Cfg):
     """`medr2 serve`: the HTTP API and web page."""
 
@@ -344,6 +372,7 @@ class Config(_Cfg):
     assess: AssessConfig = Field(default_factory=AssessConfig)
     kg: KGConfig = Field(default_factory=KGConfig)
     serve: ServeConfig = Field(default_factory=ServeConfig)
+    index: IndexConfig = Field(default_factory=IndexConfig)
 
     @classmethod
     def load(cls, path: Optional[str | Path]) -> "Config":

@@ -36,6 +36,7 @@ from typing import Callable, Iterable, Optional
 import numpy as np
 
 from medr2.config import Config
+from medr2.index.backend import BackendError, check_agrees, is_default, new_spec, open_store, read_spec, write_spec
 from medr2.index.dense import DenseEncoder, load_encoder
 from medr2.index.segments import Segment, merge, write_segment
 from medr2.index.sparse import Tokenizer, bm25_idf, score_segment
@@ -48,7 +49,7 @@ _BOUND = {"dense": ("model", "passage_prefix"),
           "segment": None}
 
 
-class IndexError_(RuntimeError):
+class IndexError_(BackendError):
     """An index that cannot be opened or written; the message says why and what to do."""
 
 
@@ -61,8 +62,10 @@ class PendingDoc:
 
 
 class Index:
-    def __init__(self, path: Path, config: Config, store: SQLiteStore, writable: bool, lock_fh=None):
+    def __init__(self, path: Path, config: Config, store: SQLiteStore, writable: bool, lock_fh=None,
+                 backend_spec: Optional[dict] = None):
         self.path = path
+        self.backend_spec = backend_spec or {}
         self.config = config
         self.store = store
         self.writable = writable
@@ -77,14 +80,24 @@ class Index:
     @classmethod
     def open(cls, path: str | Path, config: Optional[Config] = None, create: bool = False,
              writable: bool = False) -> "Index":
+        """Open (or with ``create`` make) the index in ``path``; ``DIR/backend.json`` says which
+        engines it runs on (see medr2.index.backend), the embedded ones when absent."""
         path = Path(path)
         db = path / "store.sqlite"
-        if not db.exists():
+        spec = read_spec(path) if path.is_dir() else {}
+        store_uri = None
+        if not db.exists() and not spec:
             if not create:
                 raise IndexError_(f"no medr2 index at {path}; build one with `medr2 ingest PATH --index {path}`")
             if path.exists() and any(path.iterdir()):
                 raise IndexError_(f"{path} exists and is not a medr2 index; choose an empty or new directory")
             path.mkdir(parents=True, exist_ok=True)
+            spec = new_spec((config or Config()).index, path)
+            if not is_default(spec):
+                write_spec(path, spec)
+                store_uri = (config or Config()).index.store_uri or None
+        elif config is not None:
+            check_agrees(spec, config.index, path)
         lock_fh = None
         if writable or create:
             lock_fh = open(path / ".lock", "w")
@@ -95,7 +108,7 @@ class Index:
                 raise IndexError_(f"index {path} is being written by another process; wait for it to finish") from None
         store = None
         try:
-            store = SQLiteStore(db)
+            store = open_store(spec, path, store_uri)
             stored = store.get_meta("config")
             if stored is None:
                 config = config or Config()
@@ -105,7 +118,12 @@ class Index:
             else:
                 saved = saved_config(stored)
                 config = _bind(saved, config or Config(), path)
-            return cls(path, config, store, writable or create, lock_fh)
+            klass = cls
+            if spec.get("vectors") == "milvus":
+                from medr2.index.milvus import MilvusIndex
+
+                klass = MilvusIndex
+            return klass(path, config, store, writable or create, lock_fh, spec)
         except BaseException as e:
             if store is not None:
                 store.close()
@@ -202,9 +220,8 @@ class Index:
             vectors = self.encoder.encode_passages(texts)
             tokens = [self.tokenizer.tokens(t, p.language) for t, (_, p) in zip(texts, passages)]
             splade = self.splade.encode(texts) if self.splade is not None else None
-            name = f"s{time.time_ns():x}-{uuid.uuid4().hex[:6]}"
-            write_segment(self.seg_dir / name, ids, vectors, tokens, hnsw=len(ids) >= self.config.dense.hnsw_threshold,
-                          hnsw_m=self.config.dense.hnsw_m, splade=splade)
+            rows = [(p, d.doc.source_type.value, d.doc.meta.year) for d, p in passages]
+            name = self._write_rows(ids, vectors, texts, tokens, splade, rows)
         try:
             with self.store.transaction():
                 removed = self.store.delete_documents(removals) if removals else []
@@ -212,16 +229,18 @@ class Index:
                 for d in docs:
                     self.store.put_document(d.doc, d.content_hash, len(d.passages))
                 if passages:
-                    self.store.put_passages([(int(i), p, d.doc.source_type.value, d.doc.meta.year)
-                                             for i, (d, p) in zip(ids, passages)])
-                    self.store.add_segment(name, len(passages), "flat")
+                    self.store.put_passages([(int(i), p, st, year) for i, (p, st, year) in zip(ids, rows)])
+                    if name:
+                        self.store.add_segment(name, len(passages), "flat")
                     if self.store.get_meta("dense_dim") is None:
                         self.store.set_meta("dense_dim", str(self.encoder.dim))
+                if removed:
+                    self._removing(removed)
                 if in_transaction:
                     in_transaction(self.store)
         except BaseException:
-            if name and name not in self.store.segments():  # never delete a committed segment
-                shutil.rmtree(self.seg_dir / name, ignore_errors=True)
+            if passages:
+                self._discard_rows(name, ids)
             raise
         if name:
             self.segments.append(Segment.load(self.seg_dir / name, self.config.dense.hnsw_ef_search))
@@ -231,10 +250,29 @@ class Index:
         self.maybe_merge()
         return len(passages)
 
+    def _write_rows(self, ids: np.ndarray, vectors: np.ndarray, texts: list[str], tokens: list[list[str]], splade,
+                    rows: list[tuple[Passage, str, Optional[int]]]) -> Optional[str]:
+        """Write the vectors and terms of new passages before the store commits them; return
+        the name of the segment to register with them (None when the backend keeps no list)."""
+        name = f"s{time.time_ns():x}-{uuid.uuid4().hex[:6]}"
+        write_segment(self.seg_dir / name, ids, vectors, tokens, hnsw=len(ids) >= self.config.dense.hnsw_threshold,
+                      hnsw_m=self.config.dense.hnsw_m, splade=splade)
+        return name
+
+    def _discard_rows(self, name: Optional[str], ids: np.ndarray) -> None:
+        """Undo ``_write_rows`` after the store transaction failed."""
+        if name and name not in self.store.segments():  # never delete a committed segment
+            shutil.rmtree(self.seg_dir / name, ignore_errors=True)
+
+    def _removing(self, rowids: list[int]) -> None:
+        """Called inside the store transaction that deletes passages (a backend may note them)."""
+
     def remove_documents(self, doc_ids: Iterable[str]) -> int:
         self._require_writable()
         with self.store.transaction():
             removed = self.store.delete_documents(list(doc_ids))
+            if removed:
+                self._removing(removed)
         self._mask(removed)
         self._stats_cache()
         self.maybe_merge()
@@ -284,6 +322,11 @@ class Index:
         self._stats_cache()
 
     # reading ------------------------------------------------------------------------------
+    def allowed(self, source_types=None, year_min=None, year_max=None, languages=None):
+        """What the search methods take as ``allowed`` for a metadata filter (here the row ids
+        the store selects; a server backend may return its own filter expression)."""
+        return self.store.filter_rowids(source_types, year_min, year_max, languages)
+
     def _masks(self, allowed: Optional[np.ndarray]) -> list[np.ndarray]:
         """Per-segment row masks (live and allowed); one filtered query's retrievers share them."""
         if allowed is None:
@@ -328,7 +371,9 @@ class Index:
         q = self.splade.encode([text])
         return self._top_k(lambda seg, k, mask: seg.splade_search(q, k, mask), k, allowed)
 
-    def search_sparse(self, terms: list[str], k: int, allowed: Optional[np.ndarray] = None) -> list[tuple[int, float]]:
+    def search_sparse(self, terms: list[str], k: int, allowed: Optional[np.ndarray] = None,
+                      text: Optional[str] = None) -> list[tuple[int, float]]:
+        """BM25 over the query's terms (``text``, the raw query, serves backends with their own analyzers)."""
         terms = list(dict.fromkeys(terms))
         if not terms or not self.n_live:
             return []

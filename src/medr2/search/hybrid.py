@@ -74,18 +74,22 @@ class HybridSearcher:
         self.reranker = reranker or load_reranker(self.config.rerank, self.config.dense.device)
 
     def candidates(self, query: str, filters: Optional[Filters] = None,
-                   timings: Optional[dict[str, float]] = None) -> dict[int, dict[str, Optional[float]]]:
-        """The union of dense and sparse candidates with each retriever's score and rank."""
+                   timings: Optional[dict[str, float]] = None,
+                   context: Optional[dict] = None) -> dict[int, dict[str, Optional[float]]]:
+        """The union of dense and sparse candidates with each retriever's score and rank
+        (``context``, when given, receives the query vector, terms and filter used)."""
         cfg = self.config.fusion
+        context = context if context is not None else {}
         timings = timings if timings is not None else {}
         allowed = None
         if filters is not None and filters.active:
-            allowed = self.index.store.filter_rowids(filters.source_types, filters.year_min, filters.year_max,
-                                                     filters.languages)
+            allowed = self.index.allowed(filters.source_types, filters.year_min, filters.year_max,
+                                         filters.languages)
+        context["allowed"] = allowed
         t = time.perf_counter()
         dense = []
         if cfg.dense_k > 0:
-            qvec = self.index.encoder.encode_query(query)
+            qvec = context["qvec"] = self.index.encoder.encode_query(query)
             timings["encode_ms"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
             dense = self.index.search_dense(qvec, cfg.dense_k, allowed)
@@ -93,8 +97,8 @@ class HybridSearcher:
         t = time.perf_counter()
         sparse = []
         if cfg.sparse_k > 0:
-            terms = self.index.tokenizer.tokens(query, detect_language(query))
-            sparse = self.index.search_sparse(terms, cfg.sparse_k, allowed)
+            terms = context["terms"] = self.index.tokenizer.tokens(query, detect_language(query))
+            sparse = self.index.search_sparse(terms, cfg.sparse_k, allowed, text=query)
         timings["sparse_ms"] = (time.perf_counter() - t) * 1000
         if self.index.splade is not None:
             t = time.perf_counter()
@@ -109,9 +113,22 @@ class HybridSearcher:
             raise QueryError("k must be at least 1")
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        cands = self.candidates(query, filters, timings)
+        ctx: dict = {}
+        cands = self.candidates(query, filters, timings, ctx)
         method = fusion or self.config.fusion.method
-        ranked = fuse(cands, method, self.config.fusion.rrf_k, self.config.fusion.dense_weight)
+        cfg = self.config.fusion
+        if method == "rrf" and hasattr(self.index, "fuse_rrf") and self.index.splade is None and "qvec" in ctx \
+                and "terms" in ctx:
+            # the server fuses (Milvus hybrid search); the candidates keep each retriever's score
+            t = time.perf_counter()
+            ranked = [(i, v) for i, v in self.index.fuse_rrf(ctx["qvec"], ctx["terms"], query, cfg.dense_k,
+                                                              cfg.sparse_k, len(cands), cfg.rrf_k, ctx["allowed"])
+                      if i in cands]
+            for i, v in ranked:
+                cands[i]["fused"] = v
+            timings["fusion_ms"] = (time.perf_counter() - t) * 1000
+        else:
+            ranked = fuse(cands, method, cfg.rrf_k, cfg.dense_weight)
         pool = ranked[: max(k, self.config.rerank.top_n)]
         hits = self.hits([i for i, _ in pool], cands)
         t = time.perf_counter()
