@@ -12,8 +12,8 @@ from medr2.search.hybrid import Filters, HybridSearcher, QueryError
 pytestmark = pytest.mark.slow
 
 
-def test_mixed_folder_ingests_good_files_and_reports_bad_ones(mixed_index):
-    idx, report, folder = mixed_index
+def test_mixed_folder_ingests_good_files_and_reports_bad_ones(any_index):
+    idx, report, folder = any_index
     assert report.status == "partial" and report.exit_code == 3
     failed = {p.path.rsplit("/", 1)[-1]: p.reason for p in report.failed_files}
     assert set(failed) == {"corrupt.pdf", "latin1.txt", "empty.md", "image.bin"}
@@ -33,8 +33,8 @@ def test_mixed_folder_ingests_good_files_and_reports_bad_ones(mixed_index):
     ("statin after ischaemic stroke trial", "jsonl:A1"),
     ("oral iron for anaemia", "csv:T1"),
 ])
-def test_search_finds_known_passages(mixed_index, query, doc_id):
-    idx, _, _ = mixed_index
+def test_search_finds_known_passages(any_index, query, doc_id):
+    idx, _, _ = any_index
     res = HybridSearcher(idx).search(query, k=3)
     top = res.hits[0]
     if doc_id:
@@ -45,8 +45,8 @@ def test_search_finds_known_passages(mixed_index, query, doc_id):
     assert top.scores["dense_rank"] is not None or top.scores["sparse_rank"] is not None
 
 
-def test_hits_carry_heading_path_offsets_and_stable_ids(mixed_index):
-    idx, _, _ = mixed_index
+def test_hits_carry_heading_path_offsets_and_stable_ids(any_index):
+    idx, _, _ = any_index
     hit = HybridSearcher(idx).search("eGFR monitoring every three to six months", k=1).hits[0]
     assert hit.heading_path == ["Metformin in kidney disease", "Monitoring"]
     doc = idx.store.get_document(hit.doc_id)
@@ -54,8 +54,8 @@ def test_hits_carry_heading_path_offsets_and_stable_ids(mixed_index):
     assert doc.full_text()[p.start:p.end] == hit.text
 
 
-def test_filters_on_source_type_year_language(mixed_index):
-    idx, _, _ = mixed_index
+def test_filters_on_source_type_year_language(any_index):
+    idx, _, _ = any_index
     s = HybridSearcher(idx)
     res = s.search("therapy", k=10, filters=Filters(source_types=["paper"]))
     assert res.hits and all(h.source_type.value == "paper" for h in res.hits)
@@ -69,14 +69,14 @@ def test_filters_on_source_type_year_language(mixed_index):
 
 @pytest.mark.parametrize("bad,msg", [("", "empty"), ("   \n\t", "empty"), ("x" * 100_000, "limit"),
                                      ("abc\x00\x01\x02", "binary"), (b"\xff\xfe\x00", "binary")])
-def test_bad_queries_give_clear_errors(mixed_index, bad, msg):
-    idx, _, _ = mixed_index
+def test_bad_queries_give_clear_errors(any_index, bad, msg):
+    idx, _, _ = any_index
     with pytest.raises(QueryError, match=msg):
         HybridSearcher(idx).search(bad)
 
 
-def test_rrf_option_orders_by_reciprocal_rank(mixed_index):
-    idx, _, _ = mixed_index
+def test_rrf_option_orders_by_reciprocal_rank(any_index):
+    idx, _, _ = any_index
     res = HybridSearcher(idx).search("metformin dose kidney", k=5, fusion="rrf")
     fused = [h.scores["fused"] for h in res.hits]
     assert fused == sorted(fused, reverse=True)
@@ -90,11 +90,14 @@ def _ids(idx):
     return {r[0] for r in idx.store.db.execute("SELECT passage_id FROM passages")}
 
 
-def test_reingest_is_noop_change_replaces_and_remove(tmp_path, encoder):
+@pytest.mark.parametrize("backend", ["embedded", "milvus"])
+def test_reingest_is_noop_change_replaces_and_remove(tmp_path, encoder, backend):
     folder = make_mixed_folder(tmp_path / "c")
     for bad in ("corrupt.pdf", "latin1.txt", "empty.md", "image.bin"):
         (folder / bad).unlink()
-    idx = Index.open(tmp_path / "i", small_config(), create=True, writable=True)
+    cfg = small_config()
+    cfg.index.backend = backend
+    idx = Index.open(tmp_path / "i", cfg, create=True, writable=True)
     try:
         r1 = ingest(idx, [folder], progress=False)
         before = _ids(idx)
