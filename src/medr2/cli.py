@@ -105,9 +105,9 @@ def ingest(paths, index_dir, config_path, fmt, mapping, source_type, force, as_j
     except LoadError as e:
         _fail(str(e), EXIT_USAGE)
     config = _with_backend(config, backend, uri, store, store_uri)
+    if workers is not None and workers < 1:
+        _fail("--workers must be at least 1", EXIT_USAGE)
     idx = _open(index_dir, config, writable=True, create=True)
-    if workers is not None:
-        idx.config.ingest.workers = max(1, workers)
     # per-run options do not change what the index is bound to
     if fields:
         idx.config.ingest.json_fields.update(fields)
@@ -115,7 +115,7 @@ def ingest(paths, index_dir, config_path, fmt, mapping, source_type, force, as_j
         idx.config.ingest.source_type = source_type
     show = sys.stderr.isatty() if progress is None else progress
     try:
-        report = run(idx, paths, fmt=fmt, force=force, progress=show)
+        report = run(idx, paths, fmt=fmt, force=force, progress=show, workers=workers)
     except KeyboardInterrupt:
         click.echo("interrupted: committed batches are kept; run the same command again to resume", err=True)
         sys.exit(130)

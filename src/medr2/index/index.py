@@ -61,6 +61,21 @@ class PendingDoc:
     replaces: bool  # an older version of the same doc id is stored
 
 
+@dataclass
+class Encoded:
+    """What a batch of passages becomes before it is written: dense vectors, BM25 terms and
+    SPLADE vectors, in the order of ``batch_texts`` (computed here or by ingestion workers)."""
+    vectors: np.ndarray
+    tokens: list[list[str]]
+    splade: Optional[object] = None
+
+
+def batch_texts(docs: list[PendingDoc]) -> tuple[list[str], list[str]]:
+    """The texts the encoders read (title and heading path before each passage) and languages."""
+    pairs = [(p.embedding_text(d.doc.title), p.language) for d in docs for p in d.passages]
+    return [t for t, _ in pairs], [lang for _, lang in pairs]
+
+
 class Index:
     def __init__(self, path: Path, config: Config, store: SQLiteStore, writable: bool, lock_fh=None,
                  backend_spec: Optional[dict] = None):
@@ -201,9 +216,17 @@ class Index:
         return self._splade
 
     # writing ------------------------------------------------------------------------------
+    def encode(self, texts: list[str], languages: list[str]) -> Encoded:
+        """Embed and tokenise passage texts (``batch_texts``) with this index's models."""
+        return Encoded(self.encoder.encode_passages(texts),
+                       [self.tokenizer.tokens(t, lang) for t, lang in zip(texts, languages)],
+                       self.splade.encode(texts) if self.splade is not None else None)
+
     def commit(self, docs: list[PendingDoc], removals: Iterable[str] = (),
-               in_transaction: Optional[Callable[[SQLiteStore], None]] = None) -> int:
-        """Embed and tokenise ``docs``, write their segment and commit it with the store rows.
+               in_transaction: Optional[Callable[[SQLiteStore], None]] = None,
+               encoded: Optional[Encoded] = None) -> int:
+        """Embed and tokenise ``docs`` (unless ``encoded`` already holds that, from
+        ``encode(*batch_texts(docs))``), write their rows and commit them with the store rows.
 
         ``removals`` are doc ids deleted in the same transaction; ``in_transaction`` may add
         more store writes (file bookkeeping) to it. Returns the number of passages added.
@@ -216,12 +239,12 @@ class Index:
         if passages:
             start = self.store.next_rowid()
             ids = np.arange(start, start + len(passages), dtype=np.int64)
-            texts = [p.embedding_text(d.doc.title) for d, p in passages]
-            vectors = self.encoder.encode_passages(texts)
-            tokens = [self.tokenizer.tokens(t, p.language) for t, (_, p) in zip(texts, passages)]
-            splade = self.splade.encode(texts) if self.splade is not None else None
+            texts, languages = batch_texts(docs)
+            enc = encoded if encoded is not None else self.encode(texts, languages)
+            if len(enc.tokens) != len(texts):
+                raise IndexError_(f"{len(enc.tokens)} encoded passages for a batch of {len(texts)}")
             rows = [(p, d.doc.source_type.value, d.doc.meta.year) for d, p in passages]
-            name = self._write_rows(ids, vectors, texts, tokens, splade, rows)
+            name = self._write_rows(ids, enc.vectors, texts, enc.tokens, enc.splade, rows)
         try:
             with self.store.transaction():
                 removed = self.store.delete_documents(removals) if removals else []

@@ -24,13 +24,14 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
 
 from tqdm import tqdm
 
-from medr2.index.index import Index, PendingDoc
+from medr2.index.index import Index, PendingDoc, batch_texts
 from medr2.ingest.loaders.base import Loader, LoadError, Problem, get_loader, loaders
 from medr2.ingest.loaders.corpora import sniff
 from medr2.ingest.segment import segment_document
@@ -128,19 +129,25 @@ def file_sha256(path: Path) -> str:
 
 
 class Batch:
-    """Documents, file links and finished files waiting for one commit (files share batches)."""
+    """Documents, file links and finished files waiting for one commit (files share batches).
 
-    def __init__(self, index: Index, report: IngestReport, bar):
-        self.index, self.report, self.bar = index, report, bar
+    With an encoder pool, a full batch is handed to the workers and committed, in order, when
+    its encoding is back; at most ``2 x workers`` batches are in flight.
+    """
+
+    def __init__(self, index: Index, report: IngestReport, bar, pool=None):
+        self.index, self.report, self.bar, self.pool = index, report, bar, pool
         self.docs: dict[str, PendingDoc] = {}
         self.n_passages = 0
         self.links: list[tuple[str, str]] = []
         self.removals: set[str] = set()
         self.finished: list[tuple] = []  # (key, sha, size, n_docs, problems, unlink)
+        self.inflight: deque = deque()
+        self.inflight_hashes: dict[str, str] = {}  # doc id -> content hash, sent but not committed
 
     def pending_hash(self, doc_id: str):
         d = self.docs.get(doc_id)
-        return d.content_hash if d else None
+        return d.content_hash if d else self.inflight_hashes.get(doc_id)
 
     def add(self, doc: PendingDoc) -> None:
         old = self.docs.pop(doc.doc.doc_id, None)
@@ -155,6 +162,7 @@ class Batch:
         linked = {d for _, d in self.links}
         removals = [d for d in self.removals if d not in linked and d not in self.docs]
         links, finished = list(self.links), list(self.finished)
+        docs = list(self.docs.values())
 
         def bookkeeping(store) -> None:
             for key, doc_id in links:
@@ -163,29 +171,69 @@ class Batch:
                 store.unlink_file_docs(key, unlink)
                 store.mark_file(key, sha, size, "done", n_docs, problems)
 
+        self.docs, self.n_passages, self.links, self.removals, self.finished = {}, 0, [], set(), []
+        if self.pool is None:
+            self._write(docs, removals, bookkeeping, None)
+            return
+        texts, languages = batch_texts(docs)
+        future = self.pool.submit(texts, languages) if texts else None
+        self.inflight.append((docs, removals, bookkeeping, future))
+        self.inflight_hashes.update((d.doc.doc_id, d.content_hash) for d in docs)
+        while len(self.inflight) > 2 * self.pool.workers:
+            self._drain_one()
+
+    def _drain_one(self) -> None:
+        docs, removals, bookkeeping, future = self.inflight.popleft()
         try:
-            added = self.index.commit(list(self.docs.values()), removals, bookkeeping)
+            encoded = future.result() if future is not None else None
+        except Exception as e:
+            raise IngestAborted(f"an ingestion worker failed ({type(e).__name__}: {str(e)[:300]}); committed "
+                                "batches are kept, run the same command again once the cause is fixed") from e
+        self._write(docs, removals, bookkeeping, encoded)
+        for d in docs:
+            if self.inflight_hashes.get(d.doc.doc_id) == d.content_hash:
+                del self.inflight_hashes[d.doc.doc_id]
+
+    def flush(self) -> None:
+        """Commit what is staged, then wait for every batch in flight."""
+        self.commit()
+        while self.inflight:
+            self._drain_one()
+
+    def _write(self, docs, removals, bookkeeping, encoded) -> None:
+        try:
+            added = self.index.commit(docs, removals, bookkeeping, encoded=encoded)
         except (OSError, sqlite3.Error, RuntimeError, ValueError) as e:
             raise IngestAborted(f"writing to the index failed ({type(e).__name__}: {e}); committed batches "
                                 "are kept, run the same command again once the cause is fixed") from e
         self.report.passages_added += added
         self.report.documents_removed += len(removals)
         self.bar.update(added)
-        self.docs, self.n_passages, self.links, self.removals, self.finished = {}, 0, [], set(), []
 
 
 def ingest(index: Index, paths: Iterable[str | Path], fmt: Optional[str] = None, force: bool = False,
-           progress: bool = True) -> IngestReport:
+           progress: bool = True, workers: Optional[int] = None) -> IngestReport:
+    """Ingest files; ``workers`` (default ``ingest.workers``) above 1 embeds batches in parallel."""
     t0 = time.perf_counter()
     report = IngestReport()
     files, missing = expand_paths(paths, exclude=index.path)
     report.failed_files.extend(missing)
+    total_bytes = sum(f.stat().st_size for f in files)
+    workers = workers or index.config.ingest.workers
     bar = tqdm(unit=" passages", disable=not progress, dynamic_ncols=True, leave=False)
-    batch = Batch(index, report, bar)
+    pool = None
+    if workers > 1:
+        from medr2.ingest.parallel import EncoderPool
+
+        pool = EncoderPool(index.config, workers, index.config.ingest.executor)
+    batch = Batch(index, report, bar, pool)
+    done_bytes = 0
+    ok = False
     try:
         for n, path in enumerate(files, 1):
             report.files_seen += 1
-            bar.set_description(f"file {n}/{len(files)} {path.name[:30]}")
+            pct = 100 * done_bytes / total_bytes if total_bytes else 100
+            bar.set_description(f"file {n}/{len(files)} ({pct:.0f}% of {total_bytes / 1e6:.0f} MB) {path.name[:30]}")
             try:
                 _ingest_file(index, path, fmt, force, report, batch)
             except IngestAborted:
@@ -194,8 +242,12 @@ def ingest(index: Index, paths: Iterable[str | Path], fmt: Optional[str] = None,
                 report.failed_files.append(Problem(str(path), str(e)))
             except Exception as e:  # a loader met input it does not understand: report the file, go on
                 report.failed_files.append(Problem(str(path), f"cannot read ({type(e).__name__}: {str(e)[:300]})"))
-        batch.commit()
+            done_bytes += path.stat().st_size if path.exists() else 0
+        batch.flush()
+        ok = True
     finally:
+        if pool is not None:
+            pool.close(cancel=not ok)
         bar.close()
     report.seconds = time.perf_counter() - t0
     return report
@@ -258,7 +310,7 @@ def _ingest_file(index: Index, path: Path, fmt: Optional[str], force: bool, repo
             continue
         seg = segment_document(doc, cfg.segment)
         report.truncated_sections += seg.truncated_sections
-        in_store = store.has_document(doc.doc_id)
+        in_store = store.has_document(doc.doc_id) or doc.doc_id in batch.inflight_hashes
         if not seg.passages:
             report.record_problems.append(Problem(f"{doc.meta.origin or path}", "no text left after segmentation"))
             problems += 1
