@@ -52,6 +52,30 @@ def mixed_index(tmp_path_factory, encoder):
 
 
 @pytest.fixture(scope="session")
+def mixed_milvus_index(tmp_path_factory, encoder):
+    """The mixed folder in an index on the Milvus backend (a Milvus Lite file in the directory)."""
+    from helpers import make_mixed_folder
+
+    from medr2.index.index import Index
+    from medr2.ingest.pipeline import ingest
+
+    root = tmp_path_factory.mktemp("mixed-milvus")
+    folder = make_mixed_folder(root / "corpus")
+    cfg = small_config()
+    cfg.index.backend = "milvus"
+    idx = Index.open(root / "index", cfg, create=True, writable=True)
+    report = ingest(idx, [folder], progress=False)
+    yield idx, report, folder
+    idx.close()
+
+
+@pytest.fixture(scope="session", params=["embedded", "milvus"])
+def any_index(request):
+    """The mixed-folder index on each vector backend: the same tests must pass on both."""
+    return request.getfixturevalue("mixed_index" if request.param == "embedded" else "mixed_milvus_index")
+
+
+@pytest.fixture(scope="session")
 def demo_index_dir(tmp_path_factory, encoder):
     """The bundled demo corpus ingested once (closed again, so engines can open it)."""
     from medr2.demo import CORPUS
