@@ -1,4 +1,6 @@
-"""Passage and metadata store behind a small interface; SQLite is the embedded engine.
+"""Passage and metadata store behind a small interface; SQLite is the embedded engine,
+PostgreSQL the server one (:class:`medr2.index.postgres.PGStore`, the same methods from
+:class:`StoreSQL`).
 
 Everything that defines the committed state of an index lives here: documents (with their
 heading trees), passages (with stable TextIDs and the integer row id the vector and term
@@ -23,6 +25,7 @@ from typing import Any, Iterable, Optional, Protocol
 
 import numpy as np
 
+from medr2.index.sqlbase import SQLBase, ident, insert_ignore, marks, upsert
 from medr2.index.sqlite import SQLiteFile
 from medr2.schema import Document, Passage
 
@@ -33,7 +36,7 @@ CREATE TABLE IF NOT EXISTS documents (
     meta_json TEXT, sections_json TEXT, content_hash TEXT, n_passages INTEGER, added REAL);
 CREATE TABLE IF NOT EXISTS passages (
     rowid INTEGER PRIMARY KEY, passage_id TEXT UNIQUE NOT NULL, doc_id TEXT NOT NULL, text TEXT NOT NULL,
-    heading_path TEXT, start INTEGER, end INTEGER, language TEXT, unit INTEGER, ordinal INTEGER,
+    heading_path TEXT, start INTEGER, "end" INTEGER, language TEXT, unit INTEGER, ordinal INTEGER,
     source_type TEXT, year INTEGER);
 CREATE INDEX IF NOT EXISTS passages_doc ON passages(doc_id);
 CREATE INDEX IF NOT EXISTS passages_filter ON passages(source_type, year, language);
@@ -60,10 +63,24 @@ class Store(Protocol):
     def filter_rowids(self, source_types=None, year_min=None, year_max=None, languages=None) -> np.ndarray: ...
 
 
-class SQLiteStore(SQLiteFile):
-    def __init__(self, path: Path):
-        # synchronous=FULL: a commit survives power loss, not only a killed process
-        super().__init__(path, _SCHEMA, synchronous="FULL")
+DOCUMENT_COLUMNS = ["doc_id", "title", "source_type", "year", "language", "meta_json", "sections_json",
+                    "content_hash", "n_passages", "added"]
+PASSAGE_COLUMNS = ["rowid", "passage_id", "doc_id", "text", "heading_path", "start", "end", "language", "unit",
+                   "ordinal", "source_type", "year"]
+FILE_COLUMNS = ["path", "sha256", "size", "status", "n_docs", "problems", "updated"]
+
+_PUT_DOCUMENT = upsert("documents", DOCUMENT_COLUMNS, ["doc_id"])
+_PUT_PASSAGE = f"INSERT INTO passages ({', '.join(map(ident, PASSAGE_COLUMNS))}) VALUES ({marks(len(PASSAGE_COLUMNS))})"
+_MARK_FILE = upsert("files", FILE_COLUMNS, ["path"])
+_LINK_FILE = insert_ignore("file_docs", ["path", "doc_id"])
+
+
+class StoreSQL(SQLBase):
+    """The store's methods, in SQL both engines run (:class:`SQLiteStore`, ``PGStore``)."""
+
+    SCHEMA = _SCHEMA
+    SCHEMA_VERSION = 1
+    MIGRATIONS: dict[int, tuple[str, ...]] = {}
 
     def next_rowid(self) -> int:
         row = self.db.execute("SELECT MAX(rowid) FROM passages").fetchone()
@@ -77,7 +94,7 @@ class SQLiteStore(SQLiteFile):
 
     def put_document(self, doc: Document, content_hash: str, n_passages: int) -> None:
         self.db.execute(
-            "INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?,?,?,?)",
+            _PUT_DOCUMENT,
             (doc.doc_id, doc.title, doc.source_type.value, doc.meta.year, doc.meta.language,
              doc.meta.model_dump_json(), json.dumps([s.to_dict() for s in doc.sections], ensure_ascii=False),
              content_hash, n_passages, time.time()),
@@ -96,8 +113,8 @@ class SQLiteStore(SQLiteFile):
 
     def doc_passages(self, doc_id: str) -> list[Passage]:
         rows = self.db.execute(
-            "SELECT passage_id, doc_id, text, heading_path, start, end, language, unit, ordinal "
-            "FROM passages WHERE doc_id=? ORDER BY ordinal", (doc_id,)
+            'SELECT passage_id, doc_id, text, heading_path, start, "end", language, unit, ordinal '
+            "FROM passages WHERE doc_id=? ORDER BY ordinal NULLS FIRST", (doc_id,)
         ).fetchall()
         return [Passage(passage_id=r[0], doc_id=r[1], text=r[2], heading_path=json.loads(r[3]), start=r[4],
                         end=r[5], language=r[6], unit=r[7], ordinal=r[8]) for r in rows]
@@ -105,8 +122,7 @@ class SQLiteStore(SQLiteFile):
     def put_passages(self, rows: list[tuple[int, Passage, str, Optional[int]]]) -> None:
         """rows: (rowid, passage, source_type, year); the row id keys the passage in the segments."""
         self.db.executemany(
-            "INSERT INTO passages (rowid, passage_id, doc_id, text, heading_path, start, end, language, unit, "
-            "ordinal, source_type, year) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            _PUT_PASSAGE,
             [(rid, p.passage_id, p.doc_id, p.text, json.dumps(p.heading_path, ensure_ascii=False), p.start, p.end,
               p.language, p.unit, p.ordinal, st, year) for rid, p, st, year in rows],
         )
@@ -140,8 +156,8 @@ class SQLiteStore(SQLiteFile):
             chunk = ids[i:i + 500]
             q = (
                 "SELECT p.rowid, p.passage_id, p.doc_id, p.text, p.heading_path, p.language, p.source_type, p.year, "
-                "d.title, d.meta_json, p.start, p.end FROM passages p JOIN documents d ON d.doc_id = p.doc_id "
-                f"WHERE p.rowid IN ({','.join('?' * len(chunk))})"
+                'd.title, d.meta_json, p.start, p."end" FROM passages p JOIN documents d ON d.doc_id = p.doc_id '
+                f"WHERE p.rowid IN ({marks(len(chunk))})"
             )
             for r in self.db.execute(q, chunk):
                 meta = json.loads(r[9]) if r[9] else {}
@@ -162,10 +178,10 @@ class SQLiteStore(SQLiteFile):
     def filter_rowids(self, source_types=None, year_min=None, year_max=None, languages=None) -> np.ndarray:
         where, args = [], []
         if source_types:
-            where.append(f"source_type IN ({','.join('?' * len(source_types))})")
+            where.append(f"source_type IN ({marks(len(source_types))})")
             args.extend(source_types)
         if languages:
-            where.append(f"language IN ({','.join('?' * len(languages))})")
+            where.append(f"language IN ({marks(len(languages))})")
             args.extend(languages)
         if year_min is not None:
             where.append("year >= ?")
@@ -182,11 +198,10 @@ class SQLiteStore(SQLiteFile):
         return (row[0], row[1]) if row else None
 
     def mark_file(self, path: str, sha: str, size: int, status: str, n_docs: int, problems: int) -> None:
-        self.db.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?)",
-                        (path, sha, size, status, n_docs, problems, time.time()))
+        self.db.execute(_MARK_FILE, (path, sha, size, status, n_docs, problems, time.time()))
 
     def link_file_docs(self, path: str, doc_ids: Iterable[str]) -> None:
-        self.db.executemany("INSERT OR IGNORE INTO file_docs VALUES (?, ?)", [(path, d) for d in doc_ids])
+        self.db.executemany(_LINK_FILE, [(path, d) for d in doc_ids])
 
     def file_doc_ids(self, path: str) -> set[str]:
         return {r[0] for r in self.db.execute("SELECT doc_id FROM file_docs WHERE path=?", (path,))}
@@ -201,10 +216,11 @@ class SQLiteStore(SQLiteFile):
 
     # segments -----------------------------------------------------------------------------
     def segments(self) -> list[str]:
-        return [r[0] for r in self.db.execute("SELECT name FROM segments ORDER BY created, name")]
+        return [r[0] for r in self.db.execute("SELECT name FROM segments ORDER BY created NULLS FIRST, name")]
 
     def add_segment(self, name: str, n_rows: int, kind: str) -> None:
-        self.db.execute("INSERT INTO segments VALUES (?,?,?,?)", (name, n_rows, kind, time.time()))
+        self.db.execute("INSERT INTO segments (name, n_rows, kind, created) VALUES (?,?,?,?)",
+                        (name, n_rows, kind, time.time()))
 
     def remove_segments(self, names: Iterable[str]) -> None:
         self.db.executemany("DELETE FROM segments WHERE name=?", [(n,) for n in names])
@@ -221,3 +237,9 @@ class SQLiteStore(SQLiteFile):
         files = dict(self.db.execute("SELECT status, COUNT(*) FROM files GROUP BY status").fetchall())
         return {"documents": docs, "passages": passages, "by_source_type": by_type, "languages": langs,
                 "files": files}
+
+
+class SQLiteStore(StoreSQL, SQLiteFile):
+    def __init__(self, path: Path):
+        # synchronous=FULL: a commit survives power loss, not only a killed process
+        super().__init__(path, self.SCHEMA, synchronous="FULL")

@@ -1,5 +1,5 @@
-"""Knowledge-graph storage: SQLite in the index directory (``kg.sqlite``), behind a small
-interface a server database can implement.
+"""Knowledge-graph storage: SQLite in the index directory (``kg.sqlite``), or a PostgreSQL
+namespace (:class:`medr2.index.postgres.PGKGStore`) with the same methods (:class:`GraphSQL`).
 
 Every triple keeps its quality (SchemaConf and its four parts, EvidScore and its three parts,
 Q(t), tier) as persistent attributes, and its provenance as source rows
@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Protocol
 
+from medr2.index.sqlbase import SQLBase, ascii_lower, ident, insert_ignore, marks, upsert
 from medr2.index.sqlite import SQLiteFile
 
 _SCHEMA = """
@@ -49,7 +50,7 @@ CREATE TABLE IF NOT EXISTS reviews (
     id INTEGER PRIMARY KEY AUTOINCREMENT, triple_id TEXT NOT NULL, action TEXT NOT NULL, reviewer TEXT,
     note TEXT, at REAL, before_json TEXT, after_json TEXT);
 CREATE TABLE IF NOT EXISTS schema_relations (
-    relation TEXT PRIMARY KEY, domain_json TEXT, range_json TEXT, inverse TEXT, symmetric INTEGER,
+    relation TEXT PRIMARY KEY, domain_json TEXT, range_json TEXT, inverse TEXT, "symmetric" INTEGER,
     polarity INTEGER, source TEXT, support INTEGER);
 CREATE TABLE IF NOT EXISTS relation_synonyms (
     surface TEXT PRIMARY KEY, relation TEXT NOT NULL, score REAL, status TEXT, evidence_json TEXT);
@@ -99,16 +100,40 @@ def triple_id(head_id: str, relation: str, tail_id: str) -> str:
     return "t" + h[:16]
 
 
-class KGStore(SQLiteFile):
-    def __init__(self, path: Path):
-        super().__init__(path, _SCHEMA, synchronous="NORMAL")
+SOURCE_COLUMNS = ["triple_id", "text_id", "doc_id", "extractor", "head_surface", "tail_surface", "relation_surface",
+                  "head_level", "tail_level", "relation_level", "attrs_json"]
+SCHEMA_COLUMNS = ["relation", "domain_json", "range_json", "inverse", "symmetric", "polarity", "source", "support"]
+CASE_TRIPLE_COLUMNS = ["id", "case_id", "ord", "head", "relation", "tail", "head_id", "tail_id", "aligned_triple",
+                       "align_score"]
+
+_MARK_DOC = upsert("kg_docs", ["doc_id", "content_hash", "extractors", "built"], ["doc_id"])
+_PUT_ENTITY = ("INSERT INTO entities (entity_id, name, type) VALUES (?,?,?) ON CONFLICT (entity_id) DO UPDATE SET "
+               "type=COALESCE(entities.type, excluded.type)")
+_NEW_TRIPLE = insert_ignore("triples", ["triple_id", "head_id", "relation", "tail_id", "human", "updated"])
+_PUT_SOURCE = upsert("sources", SOURCE_COLUMNS, ["triple_id", "text_id", "extractor"])
+_REJECT = upsert("rejected", ["triple_id", "at"], ["triple_id"])
+_PUT_SCHEMA = upsert("schema_relations", SCHEMA_COLUMNS, ["relation"])
+_PUT_SYNONYM = upsert("relation_synonyms", ["surface", "relation", "score", "status", "evidence_json"], ["surface"])
+_PUT_INVERSE = upsert("inverse_pairs", ["a", "b", "score", "status"], ["a", "b"])
+_PUT_MACRO = upsert("macro_nodes", ["node_id", "doc_id", "parent_id", "title", "depth", "ord"], ["node_id"])
+_PUT_MACRO_TEXT = insert_ignore("macro_passages", ["node_id", "text_id"])
+_PUT_CASE = upsert("cases", ["case_id", "question", "answer", "reasoning", "source", "method"], ["case_id"])
+_PUT_CASE_SUPPORT = upsert("case_support", ["case_id", "text_id", "score"], ["case_id", "text_id"])
+
+
+class GraphSQL(SQLBase):
+    """The graph store's methods, in SQL both engines run (:class:`KGStore`, ``PGKGStore``)."""
+
+    SCHEMA = _SCHEMA
+    SCHEMA_VERSION = 1
+    MIGRATIONS: dict[int, tuple[str, ...]] = {}
 
     # -- documents ---------------------------------------------------------------------------------
     def docs(self) -> dict[str, tuple[str, list[str]]]:
         return {r[0]: (r[1], json.loads(r[2])) for r in self.db.execute("SELECT doc_id, content_hash, extractors FROM kg_docs")}
 
     def mark_doc(self, doc_id: str, content_hash: str, extractors: list[str]) -> None:
-        self.db.execute("INSERT OR REPLACE INTO kg_docs VALUES (?,?,?,?)",
+        self.db.execute(_MARK_DOC,
                         (doc_id, content_hash, json.dumps(sorted(extractors)), time.time()))
 
     def remove_doc(self, doc_id: str, extractors: Optional[Iterable[str]] = None) -> set[str]:
@@ -118,7 +143,7 @@ class KGStore(SQLiteFile):
             q, args = "SELECT DISTINCT triple_id FROM sources WHERE doc_id=?", [doc_id]
         else:
             ex = list(extractors)
-            q = f"SELECT DISTINCT triple_id FROM sources WHERE doc_id=? AND extractor IN ({','.join('?' * len(ex))})"
+            q = f"SELECT DISTINCT triple_id FROM sources WHERE doc_id=? AND extractor IN ({marks(len(ex))})"
             args = [doc_id, *ex]
         touched = {r[0] for r in self.db.execute(q, args)}
         if extractors is None:
@@ -142,8 +167,7 @@ class KGStore(SQLiteFile):
 
     # -- triples -----------------------------------------------------------------------------------
     def put_entity(self, entity_id: str, name: str, etype: Optional[str]) -> None:
-        self.db.execute("INSERT INTO entities VALUES (?,?,?) ON CONFLICT(entity_id) DO UPDATE SET "
-                        "type=COALESCE(entities.type, excluded.type)", (entity_id, name, etype))
+        self.db.execute(_PUT_ENTITY, (entity_id, name, etype))
 
     def entity(self, entity_id: str) -> Optional[dict[str, Any]]:
         r = self.db.execute("SELECT entity_id, name, type FROM entities WHERE entity_id=?", (entity_id,)).fetchone()
@@ -154,8 +178,8 @@ class KGStore(SQLiteFile):
         out = {}
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
-            for r in self.db.execute(f"SELECT entity_id, name, type FROM entities WHERE entity_id IN "
-                                     f"({','.join('?' * len(chunk))})", chunk):
+            for r in self.db.execute(f"SELECT entity_id, name, type FROM entities WHERE entity_id IN ({marks(len(chunk))})",
+                                     chunk):
                 out[r[0]] = {"entity_id": r[0], "name": r[1], "type": r[2]}
         return out
 
@@ -166,10 +190,9 @@ class KGStore(SQLiteFile):
         """Add one supporting source; False when the triple was rejected by a reviewer."""
         if self.is_rejected(tid):
             return False
-        self.db.execute("INSERT OR IGNORE INTO triples (triple_id, head_id, relation, tail_id, human, updated) "
-                        "VALUES (?,?,?,?,NULL,?)", (tid, head_id, relation, tail_id, time.time()))
+        self.db.execute(_NEW_TRIPLE, (tid, head_id, relation, tail_id, None, time.time()))
         self.db.execute(
-            "INSERT OR REPLACE INTO sources VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            _PUT_SOURCE,
             (tid, src["text_id"], src["doc_id"], src["extractor"], src.get("head_surface"), src.get("tail_surface"),
              src.get("relation_surface"), src.get("head_level"), src.get("tail_level"), src.get("relation_level"),
              json.dumps(src.get("attrs") or {}, ensure_ascii=False)))
@@ -190,7 +213,7 @@ class KGStore(SQLiteFile):
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
             out += [self._row(r) for r in self.db.execute(
-                f"SELECT {','.join(TRIPLE_COLUMNS)} FROM triples WHERE triple_id IN ({','.join('?' * len(chunk))})", chunk)]
+                f"SELECT {','.join(TRIPLE_COLUMNS)} FROM triples WHERE triple_id IN ({marks(len(chunk))})", chunk)]
         return out
 
     def triples_of_entities(self, entity_ids: Iterable[str]) -> list[dict[str, Any]]:
@@ -198,7 +221,7 @@ class KGStore(SQLiteFile):
         out: dict[str, dict] = {}
         for i in range(0, len(ids), 400):
             chunk = ids[i:i + 400]
-            ph = ",".join("?" * len(chunk))
+            ph = marks(len(chunk))
             for r in self.db.execute(f"SELECT {','.join(TRIPLE_COLUMNS)} FROM triples WHERE head_id IN ({ph}) "
                                      f"OR tail_id IN ({ph})", chunk + chunk):
                 out[r[0]] = self._row(r)
@@ -212,8 +235,7 @@ class KGStore(SQLiteFile):
             yield self._row(r)
 
     def sources(self, tid: str) -> list[dict[str, Any]]:
-        cols = ["triple_id", "text_id", "doc_id", "extractor", "head_surface", "tail_surface", "relation_surface",
-                "head_level", "tail_level", "relation_level", "attrs_json"]
+        cols = SOURCE_COLUMNS
         out = []
         for r in self.db.execute(f"SELECT {','.join(cols)} FROM sources WHERE triple_id=? ORDER BY text_id, extractor",
                                  (tid,)):
@@ -231,8 +253,8 @@ class KGStore(SQLiteFile):
         ids = list(text_ids)
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
-            for t, tid in self.db.execute(f"SELECT text_id, triple_id FROM sources WHERE text_id IN "
-                                          f"({','.join('?' * len(chunk))})", chunk):
+            for t, tid in self.db.execute(f"SELECT text_id, triple_id FROM sources WHERE text_id IN ({marks(len(chunk))})",
+                                          chunk):
                 out.setdefault(t, []).append(tid)
         return out
 
@@ -241,8 +263,8 @@ class KGStore(SQLiteFile):
         out = {}
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
-            for d, ex in self.db.execute(f"SELECT doc_id, extractors FROM kg_docs WHERE doc_id IN "
-                                         f"({','.join('?' * len(chunk))})", chunk):
+            for d, ex in self.db.execute(f"SELECT doc_id, extractors FROM kg_docs WHERE doc_id IN ({marks(len(chunk))})",
+                                         chunk):
                 out[d] = json.loads(ex)
         return out
 
@@ -259,10 +281,11 @@ class KGStore(SQLiteFile):
 
     # -- review ------------------------------------------------------------------------------------
     def log_review(self, tid: str, action: str, reviewer: str, note: str, before: Any, after: Any) -> int:
-        cur = self.db.execute("INSERT INTO reviews (triple_id, action, reviewer, note, at, before_json, after_json) "
-                              "VALUES (?,?,?,?,?,?,?)", (tid, action, reviewer, note, time.time(),
-                                                         json.dumps(before), json.dumps(after)))
-        return int(cur.lastrowid)
+        rows = self.db.execute("INSERT INTO reviews (triple_id, action, reviewer, note, at, before_json, after_json) "
+                               "VALUES (?,?,?,?,?,?,?) RETURNING id",
+                               (tid, action, reviewer, note, time.time(), json.dumps(before), json.dumps(after))
+                               ).fetchall()  # read to the end: SQLite finishes the statement then
+        return int(rows[0][0])
 
     def reviews(self, tid: Optional[str] = None) -> list[dict[str, Any]]:
         q = "SELECT id, triple_id, action, reviewer, note, at FROM reviews"
@@ -270,7 +293,7 @@ class KGStore(SQLiteFile):
         return [dict(zip(["id", "triple_id", "action", "reviewer", "note", "at"], r)) for r in rows]
 
     def reject(self, tid: str) -> None:
-        self.db.execute("INSERT OR REPLACE INTO rejected VALUES (?, ?)", (tid, time.time()))
+        self.db.execute(_REJECT, (tid, time.time()))
         self.db.execute("DELETE FROM sources WHERE triple_id=?", (tid,))
         self.db.execute("DELETE FROM triples WHERE triple_id=?", (tid,))
 
@@ -279,9 +302,9 @@ class KGStore(SQLiteFile):
 
     # -- schema ------------------------------------------------------------------------------------
     def schema_rows(self) -> list[dict[str, Any]]:
-        cols = ["relation", "domain_json", "range_json", "inverse", "symmetric", "polarity", "source", "support"]
+        cols = SCHEMA_COLUMNS
         out = []
-        for r in self.db.execute(f"SELECT {','.join(cols)} FROM schema_relations ORDER BY relation"):
+        for r in self.db.execute(f"SELECT {','.join(map(ident, cols))} FROM schema_relations ORDER BY relation"):
             d = dict(zip(cols, r))
             d["domain"] = json.loads(d.pop("domain_json"))
             d["range"] = json.loads(d.pop("range_json"))
@@ -290,7 +313,7 @@ class KGStore(SQLiteFile):
         return out
 
     def put_schema(self, row: dict[str, Any]) -> None:
-        self.db.execute("INSERT OR REPLACE INTO schema_relations VALUES (?,?,?,?,?,?,?,?)",
+        self.db.execute(_PUT_SCHEMA,
                         (row["relation"], json.dumps(row["domain"]), json.dumps(row["range"]), row.get("inverse", ""),
                          int(bool(row.get("symmetric"))), int(row.get("polarity", 1)), row.get("source", "induced"),
                          int(row.get("support", 0))))
@@ -300,14 +323,15 @@ class KGStore(SQLiteFile):
                 for r in self.db.execute("SELECT surface, relation, score, status, evidence_json FROM relation_synonyms")}
 
     def put_relation_synonym(self, surface: str, relation: str, score: float, status: str, evidence: dict) -> None:
-        self.db.execute("INSERT OR REPLACE INTO relation_synonyms VALUES (?,?,?,?,?)",
+        self.db.execute(_PUT_SYNONYM,
                         (surface, relation, score, status, json.dumps(evidence)))
 
     def put_inverse(self, a: str, b: str, score: float, status: str) -> None:
-        self.db.execute("INSERT OR REPLACE INTO inverse_pairs VALUES (?,?,?,?)", (a, b, score, status))
+        self.db.execute(_PUT_INVERSE, (a, b, score, status))
 
     def inverse_pairs(self) -> list[dict[str, Any]]:
-        return [dict(zip(["a", "b", "score", "status"], r)) for r in self.db.execute("SELECT * FROM inverse_pairs")]
+        return [dict(zip(["a", "b", "score", "status"], r))
+                for r in self.db.execute("SELECT a, b, score, status FROM inverse_pairs")]
 
     # -- macro graph -------------------------------------------------------------------------------
     def put_macro(self, doc_id: str, nodes: list[dict[str, Any]]) -> None:
@@ -315,9 +339,9 @@ class KGStore(SQLiteFile):
             self.db.execute("DELETE FROM macro_passages WHERE node_id=?", (node,))
         self.db.execute("DELETE FROM macro_nodes WHERE doc_id=?", (doc_id,))
         for n in nodes:
-            self.db.execute("INSERT OR REPLACE INTO macro_nodes VALUES (?,?,?,?,?,?)",
+            self.db.execute(_PUT_MACRO,
                             (n["node_id"], doc_id, n["parent_id"], n["title"], n["depth"], n["ord"]))
-            self.db.executemany("INSERT OR IGNORE INTO macro_passages VALUES (?,?)",
+            self.db.executemany(_PUT_MACRO_TEXT,
                                 [(n["node_id"], t) for t in n.get("text_ids", [])])
 
     def macro_nodes_of_texts(self, text_ids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
@@ -327,7 +351,7 @@ class KGStore(SQLiteFile):
             chunk = ids[i:i + 500]
             for t, nid, title, depth, parent, doc in self.db.execute(
                     "SELECT mp.text_id, n.node_id, n.title, n.depth, n.parent_id, n.doc_id FROM macro_passages mp "
-                    f"JOIN macro_nodes n ON n.node_id = mp.node_id WHERE mp.text_id IN ({','.join('?' * len(chunk))})",
+                    f"JOIN macro_nodes n ON n.node_id = mp.node_id WHERE mp.text_id IN ({marks(len(chunk))})",
                     chunk):
                 out.setdefault(t, []).append({"node_id": nid, "title": title, "depth": depth, "parent_id": parent,
                                               "doc_id": doc})
@@ -335,7 +359,7 @@ class KGStore(SQLiteFile):
 
     def macro_children(self, node_id: str) -> list[dict[str, Any]]:
         return [dict(zip(["node_id", "title", "depth"], r)) for r in self.db.execute(
-            "SELECT node_id, title, depth FROM macro_nodes WHERE parent_id=? ORDER BY ord", (node_id,))]
+            "SELECT node_id, title, depth FROM macro_nodes WHERE parent_id=? ORDER BY ord NULLS FIRST", (node_id,))]
 
     def macro_texts(self, node_id: str) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT text_id FROM macro_passages WHERE node_id=?", (node_id,))]
@@ -344,7 +368,7 @@ class KGStore(SQLiteFile):
         """Micro entities under a title node (through the passages they share), most frequent first."""
         q = ("SELECT e, COUNT(*) n FROM (SELECT t.head_id e FROM macro_passages mp JOIN sources s ON s.text_id=mp.text_id "
              "JOIN triples t ON t.triple_id=s.triple_id WHERE mp.node_id=? UNION ALL SELECT t.tail_id FROM macro_passages mp "
-             "JOIN sources s ON s.text_id=mp.text_id JOIN triples t ON t.triple_id=s.triple_id WHERE mp.node_id=?) "
+             "JOIN sources s ON s.text_id=mp.text_id JOIN triples t ON t.triple_id=s.triple_id WHERE mp.node_id=?) AS x "
              "GROUP BY e ORDER BY n DESC LIMIT ?")
         rows = self.db.execute(q, (node_id, node_id, limit)).fetchall()
         ents = self.entities([r[0] for r in rows])
@@ -355,19 +379,21 @@ class KGStore(SQLiteFile):
         q = ("SELECT n.node_id, n.doc_id, n.title, n.depth, COUNT(DISTINCT mp.text_id) FROM triples t "
              "JOIN sources s ON s.triple_id=t.triple_id JOIN macro_passages mp ON mp.text_id=s.text_id "
              "JOIN macro_nodes n ON n.node_id=mp.node_id WHERE t.head_id=? OR t.tail_id=? "
-             "GROUP BY n.node_id ORDER BY COUNT(DISTINCT mp.text_id) DESC LIMIT ?")
+             "GROUP BY n.node_id, n.doc_id, n.title, n.depth ORDER BY COUNT(DISTINCT mp.text_id) DESC LIMIT ?")
         return [dict(zip(["node_id", "doc_id", "title", "depth", "passages"], r))
                 for r in self.db.execute(q, (entity_id, entity_id, limit))]
 
     def macro_nodes_titled(self, like: str, limit: int = 50) -> list[dict[str, Any]]:
+        """Title nodes whose title contains ``like`` (ASCII letters in any case, as SQLite's LIKE)."""
         return [dict(zip(["node_id", "doc_id", "title", "depth"], r)) for r in self.db.execute(
-            "SELECT node_id, doc_id, title, depth FROM macro_nodes WHERE title LIKE ? LIMIT ?", (f"%{like}%", limit))]
+            "SELECT node_id, doc_id, title, depth FROM macro_nodes WHERE LOWER(title) LIKE ? LIMIT ?",
+            (f"%{ascii_lower(like)}%", limit))]
 
     # -- personalized graph ------------------------------------------------------------------------
     def put_case(self, case: dict[str, Any], triples: list[dict[str, Any]], support: list[tuple[str, float]]) -> None:
         self.db.execute("DELETE FROM case_triples WHERE case_id=?", (case["case_id"],))
         self.db.execute("DELETE FROM case_support WHERE case_id=?", (case["case_id"],))
-        self.db.execute("INSERT OR REPLACE INTO cases VALUES (?,?,?,?,?,?)",
+        self.db.execute(_PUT_CASE,
                         (case["case_id"], case["question"], case["answer"], case["reasoning"], case.get("source", ""),
                          case.get("method", "")))
         for i, t in enumerate(triples):
@@ -375,14 +401,14 @@ class KGStore(SQLiteFile):
                             "aligned_triple, align_score) VALUES (?,?,?,?,?,?,?,?,?)",
                             (case["case_id"], i, t["head"], t["relation"], t["tail"], t.get("head_id"), t.get("tail_id"),
                              t.get("aligned_triple"), t.get("align_score")))
-        self.db.executemany("INSERT OR REPLACE INTO case_support VALUES (?,?,?)",
+        self.db.executemany(_PUT_CASE_SUPPORT,
                             [(case["case_id"], t, s) for t, s in support])
 
     def has_case(self, case_id: str) -> bool:
         return self.db.execute("SELECT 1 FROM cases WHERE case_id=?", (case_id,)).fetchone() is not None
 
     def case_triples(self) -> list[dict[str, Any]]:
-        cols = ["id", "case_id", "ord", "head", "relation", "tail", "head_id", "tail_id", "aligned_triple", "align_score"]
+        cols = CASE_TRIPLE_COLUMNS
         return [dict(zip(cols, r)) for r in self.db.execute(f"SELECT {','.join(cols)} FROM case_triples ORDER BY id")]
 
     def case(self, case_id: str) -> Optional[dict[str, Any]]:
@@ -392,7 +418,7 @@ class KGStore(SQLiteFile):
             return None
         d = dict(zip(["case_id", "question", "answer", "reasoning", "source", "method"], r))
         d["support"] = [{"text_id": t, "score": s} for t, s in self.db.execute(
-            "SELECT text_id, score FROM case_support WHERE case_id=? ORDER BY score DESC", (case_id,))]
+            "SELECT text_id, score FROM case_support WHERE case_id=? ORDER BY score DESC NULLS LAST", (case_id,))]
         return d
 
     def cases(self) -> Iterator[dict[str, Any]]:
@@ -404,7 +430,8 @@ class KGStore(SQLiteFile):
         one = lambda q: self.db.execute(q).fetchone()[0]  # noqa: E731
         return {
             "triples": one("SELECT COUNT(*) FROM triples"),
-            "entities": one("SELECT COUNT(DISTINCT e) FROM (SELECT head_id e FROM triples UNION SELECT tail_id FROM triples)"),
+            "entities": one("SELECT COUNT(DISTINCT e) FROM (SELECT head_id e FROM triples UNION SELECT tail_id FROM triples) "
+                            "AS x"),
             "sources": one("SELECT COUNT(*) FROM sources"),
             "documents": one("SELECT COUNT(*) FROM kg_docs"),
             "passages": one("SELECT COUNT(DISTINCT text_id) FROM sources"),
@@ -418,3 +445,8 @@ class KGStore(SQLiteFile):
             "cases": one("SELECT COUNT(*) FROM cases"),
             "case_triples": one("SELECT COUNT(*) FROM case_triples"),
         }
+
+
+class KGStore(GraphSQL, SQLiteFile):
+    def __init__(self, path: Path):
+        super().__init__(path, self.SCHEMA, synchronous="NORMAL")

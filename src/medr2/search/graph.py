@@ -176,7 +176,7 @@ class GraphSearcher:
                 # neighbour's expansion weight falls with the log of its degree
                 deg = dict(self.kg.db.execute(
                     "SELECT e, COUNT(*) FROM (SELECT head_id e FROM triples WHERE head_id IN ({0}) UNION ALL "
-                    "SELECT tail_id FROM triples WHERE tail_id IN ({0})) GROUP BY e".format(
+                    "SELECT tail_id FROM triples WHERE tail_id IN ({0})) AS x GROUP BY e".format(
                         ",".join("?" * len(nxt))), list(nxt) * 2).fetchall()) if len(nxt) <= 400 else {}
                 nxt = {e: v / math.log(2 + deg.get(e, 1)) for e, v in nxt.items()}
             # expand through the best-supported neighbours only
