@@ -19,12 +19,15 @@ def kg_group() -> None:
 
 
 def _kg(index_dir: str):
+    from medr2.index.backend import BackendError
     from medr2.kg.build import open_kg
 
     try:
         return open_kg(index_dir)
-    except FileNotFoundError as e:
+    except (FileNotFoundError, BackendError) as e:  # not an index; a bad backend.json
         _fail(str(e), EXIT_USAGE)
+    except ConnectionError as e:  # the PostgreSQL server of backend.json cannot be reached
+        _fail(str(e), EXIT_FAIL)
 
 
 def _llm(spec: str, idx, index_dir: str):
@@ -181,10 +184,10 @@ def kg_show(entity, index_dir, config_path, limit, as_json):
 @click.option("--json", "as_json", is_flag=True)
 def kg_triple(triple_id, index_dir, as_json):
     """One triple: scores, every source with its passage text, and its reviews."""
-    from medr2.index.store import SQLiteStore
+    from medr2.index.backend import open_store, read_spec
 
     kg = _kg(index_dir)
-    store = SQLiteStore(Path(index_dir) / "store.sqlite")
+    store = open_store(read_spec(Path(index_dir)), Path(index_dir))
     try:
         t = kg.triple(triple_id)
         if t is None:

@@ -153,14 +153,14 @@ class Engine:
     def graph_conflicts(self, passage_ids: list[str]) -> list[dict]:
         """Triple-level conflicts among the triples read from these passages (and the graph's other
         triples on the same head and tail), when the index has a knowledge graph."""
-        from medr2.kg.build import KG_FILE
-        from medr2.kg.store import KGStore
+        from medr2.kg.build import open_existing_kg
         from medr2.search.graph import find_conflicts
 
-        path = self.index.path / KG_FILE
-        if not path.is_file() or not passage_ids:
+        if not passage_ids:
             return []
-        kg = self._graph.kg if self._graph is not None else KGStore(path)
+        kg = self._graph.kg if self._graph is not None else open_existing_kg(self.index.path)
+        if kg is None:
+            return []
         try:
             tids = {t for ts in kg.triples_of_texts(passage_ids).values() for t in ts}
             mine = kg.triples_by_ids(tids)
@@ -183,12 +183,10 @@ class Engine:
     def graph(self):
         """The graph searcher over the index's knowledge graph (built by ``medr2 kg build``)."""
         if self._graph is None:
-            from medr2.kg.build import KG_FILE, library_for
-            from medr2.kg.store import KGStore
+            from medr2.kg.build import library_for, open_existing_kg
             from medr2.search.graph import GraphSearcher
 
-            path = self.index.path / KG_FILE
-            kg = KGStore(path) if path.is_file() else None
+            kg = open_existing_kg(self.index.path)
             if kg is None or not kg.counts()["triples"]:
                 if kg is not None:
                     kg.close()

@@ -35,17 +35,38 @@ from medr2.kg.extract.base import Candidate
 from medr2.kg.normalize import (induce_constraints, induce_inverses, map_relation, pairs_by_relation,
                                 rank_relation_synonyms)
 from medr2.kg.relations import RELATIONS, type_satisfies
-from medr2.kg.store import KGStore, triple_id
+from medr2.index.postgres import KG_SUFFIX, PGKGStore, is_index_dir, namespace_exists, read_backend_spec, uses_postgres
+from medr2.kg.store import GraphSQL, KGStore, triple_id
 from medr2.schema import Document, Passage
 
 KG_FILE = "kg.sqlite"
 
 
-def open_kg(index_dir: str | Path) -> KGStore:
+def open_kg(index_dir: str | Path) -> GraphSQL:
+    """The index's knowledge graph (created empty when absent): ``kg.sqlite`` in the directory, or
+    the PostgreSQL namespace ``NAMESPACE_kg`` when the directory's ``backend.json`` says
+    ``"store": "postgres"``."""
     p = Path(index_dir)
-    if not (p / "store.sqlite").is_file():
+    if not is_index_dir(p):
         raise FileNotFoundError(f"{p} is not a medr2 index (no store.sqlite); create it with `medr2 ingest`")
+    spec = read_backend_spec(p)
+    if uses_postgres(spec):
+        return PGKGStore(spec["postgres_uri"], spec["namespace"] + KG_SUFFIX)
     return KGStore(p / KG_FILE)
+
+
+def has_kg(index_dir: str | Path) -> bool:
+    """Whether the index has a knowledge graph (without creating one)."""
+    p = Path(index_dir)
+    spec = read_backend_spec(p)
+    if uses_postgres(spec):
+        return namespace_exists(spec["postgres_uri"], spec["namespace"] + KG_SUFFIX)
+    return (p / KG_FILE).is_file()
+
+
+def open_existing_kg(index_dir: str | Path) -> Optional[GraphSQL]:
+    """The index's knowledge graph, or None when it has none."""
+    return open_kg(index_dir) if has_kg(index_dir) else None
 
 
 def library_for(cfg: KGConfig) -> EntityLibrary:
@@ -411,10 +432,9 @@ def withdraw_documents(index_dir: str | Path, doc_ids: Iterable[str], cfg: Optio
                        ) -> Optional[dict[str, int]]:
     """Remove documents' contributions from the index's graph (if it has one): a triple goes only
     when no remaining passage supports it; the others are rescored."""
-    path = Path(index_dir) / KG_FILE
-    if not path.is_file():
+    kg = open_existing_kg(index_dir)
+    if kg is None:
         return None
-    kg = KGStore(path)
     try:
         cfg = stored_config(kg, cfg)
         before = kg.counts()["triples"]

@@ -73,8 +73,11 @@ def create_app(index_dir: str | Path, config: Optional[Config] = None, generator
     from medr2.llm.factory import load_llm, open_cache
     from medr2.pipelines import Engine
 
+    from medr2.index.postgres import is_index_dir
+    from medr2.kg.build import has_kg, open_existing_kg
+
     index_dir = Path(index_dir)
-    if not (index_dir / "store.sqlite").is_file():
+    if not is_index_dir(index_dir):
         raise FileNotFoundError(f"{index_dir} is not a medr2 index; build one with `medr2 ingest PATH --index {index_dir}`")
     probe = Index.open(index_dir, config)
     cfg = probe.config
@@ -164,7 +167,7 @@ def create_app(index_dir: str | Path, config: Optional[Config] = None, generator
     def health() -> dict[str, Any]:
         with holder.use() as e:
             counts = e.index.store.counts()
-            kg = (index_dir / "kg.sqlite").is_file()
+        kg = has_kg(index_dir)
         return {"status": "ok", "documents": counts["documents"], "passages": counts["passages"], "kg": kg,
                 "generator": getattr(gen, "name", None), "workers": sv.llm_workers}
 
@@ -297,11 +300,8 @@ def create_app(index_dir: str | Path, config: Optional[Config] = None, generator
         out = {**p, "document": {"doc_id": doc.doc_id, "title": doc.title, "source_type": doc.source_type.value,
                                  "year": doc.meta.year, "origin": doc.meta.origin, "url": doc.meta.url,
                                  "publication_types": doc.meta.publication_types} if doc else None}
-        kgp = index_dir / "kg.sqlite"
-        if kgp.is_file():
-            from medr2.kg.store import KGStore
-
-            kg = KGStore(kgp)
+        kg = open_existing_kg(index_dir)
+        if kg is not None:
             try:
                 tids = kg.triples_of_texts([passage_id]).get(passage_id, [])
                 out["triples"] = [_triple_brief(kg, t) for t in kg.triples_by_ids(tids)]
@@ -362,7 +362,7 @@ def create_app(index_dir: str | Path, config: Optional[Config] = None, generator
         return {"job": job.to_dict(), "status_url": f"/jobs/{job.id}"}
 
     def _sync_kg() -> Optional[dict[str, Any]]:
-        if not (index_dir / "kg.sqlite").is_file():
+        if not has_kg(index_dir):
             return None
         from medr2.kg.build import KGBuilder, library_for, make_extractors, open_kg, stored_config, sync_index
 
@@ -401,12 +401,10 @@ def create_app(index_dir: str | Path, config: Optional[Config] = None, generator
 
     # -- knowledge graph ---------------------------------------------------------------------------
     def _kg():
-        from medr2.kg.store import KGStore
-
-        p = index_dir / "kg.sqlite"
-        if not p.is_file():
+        kg = open_existing_kg(index_dir)
+        if kg is None:
             raise HTTPException(404, f"the index has no knowledge graph; build it with `medr2 kg build --index {index_dir}`")
-        return KGStore(p)
+        return kg
 
     def _triple_brief(kg, t: dict[str, Any]) -> dict[str, Any]:
         ents = kg.entities([t["head_id"], t["tail_id"]])
