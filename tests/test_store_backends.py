@@ -644,6 +644,11 @@ def test_demo_index_and_graph_on_postgres(demo_index_dir, tmp_path, pg_uri, monk
     from medr2.kg.build import KGBuilder, library_for, make_extractors, sync_index
     from medr2.serve.app import create_app
 
+    from psycopg.conninfo import conninfo_to_dict
+
+    password = conninfo_to_dict(pg_uri).get("password")
+    if password:  # backend.json keeps the URI without its password: later opens read PGPASSWORD
+        monkeypatch.setenv("PGPASSWORD", str(password))
     cfg = Config()
     cfg.index.store, cfg.index.store_uri = "postgres", pg_uri
     path = tmp_path / "pg-index"
