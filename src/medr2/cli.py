@@ -22,11 +22,13 @@ def _model_errors() -> tuple[type[BaseException], ...]:
     """Errors that mean a model, the index or a setting cannot be used: a message, no traceback."""
     import sqlite3
 
+    import psycopg
+
     from medr2.index.backend import BackendError
     from medr2.index.dense import EncoderError
     from medr2.index.splade import SpladeError
 
-    return (EncoderError, SpladeError, BackendError, sqlite3.Error)
+    return (EncoderError, SpladeError, BackendError, sqlite3.Error, psycopg.Error)
 
 
 def _fail(msg: str, code: int = EXIT_FAIL) -> None:
@@ -452,7 +454,9 @@ def ask(question, index_dir, config_path, option_pairs, llm_spec, scorer, pipeli
 
     config = _load_config(config_path)
     options = _parse_options(option_pairs)
-    if not Path(index_dir, "store.sqlite").exists():
+    from medr2.index.postgres import is_index_dir
+
+    if not is_index_dir(index_dir):
         _fail(f"{index_dir} is not a medr2 index; build one with `medr2 ingest PATH --index {index_dir}`", EXIT_USAGE)
     try:
         engine = Engine.open(index_dir, config, generator=llm_spec, scorer=scorer)

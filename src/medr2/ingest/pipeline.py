@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
 
+import psycopg
 from tqdm import tqdm
 
 from medr2.index.index import Index, PendingDoc, batch_texts
@@ -203,7 +204,7 @@ class Batch:
     def _write(self, docs, removals, bookkeeping, encoded) -> None:
         try:
             added = self.index.commit(docs, removals, bookkeeping, encoded=encoded)
-        except (OSError, sqlite3.Error, RuntimeError, ValueError) as e:
+        except (OSError, sqlite3.Error, psycopg.Error, RuntimeError, ValueError) as e:
             raise IngestAborted(f"writing to the index failed ({type(e).__name__}: {e}); committed batches "
                                 "are kept, run the same command again once the cause is fixed") from e
         self.report.passages_added += added
