@@ -186,3 +186,36 @@ def test_builtin_english_analyzer(tmp_path, encoder):
         hits = idx.search_sparse([], 5, text="Metformin and the eGFR")
         docs = {idx.store.passages([i])[i]["doc_id"] for i, _ in hits}
         assert "test:metformin-ckd" in docs
+
+
+def test_milvus_vectors_with_a_postgres_store(tmp_path, encoder, pg_uri, monkeypatch, mixed_index):
+    """The full scale-out pair: vectors and terms in Milvus, documents and passages in PostgreSQL."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    from medr2.index.postgres import PGStore, drop_namespace
+
+    password = conninfo_to_dict(pg_uri).get("password")
+    if password:  # backend.json keeps no password: reopening reads PGPASSWORD
+        monkeypatch.setenv("PGPASSWORD", str(password))
+    cfg = small_config()
+    cfg.index.backend, cfg.index.store, cfg.index.store_uri = "milvus", "postgres", pg_uri
+    path = tmp_path / "i"
+    folder = make_mixed_folder(tmp_path / "c")
+    try:
+        with Index.open(path, cfg, create=True, writable=True) as idx:
+            assert isinstance(idx.store, PGStore)
+            ingest(idx, [folder], progress=False)
+        spec = read_spec(path)
+        assert spec["vectors"] == "milvus" and spec["store"] == "postgres" and not (path / "store.sqlite").exists()
+        emb = mixed_index[0]
+        with Index.open(path, writable=True) as idx:
+            for query in QUERIES[:4]:
+                a = HybridSearcher(emb).search(query, k=5)
+                b = HybridSearcher(idx).search(query, k=5)
+                assert [h.passage_id for h in a.hits] == [h.passage_id for h in b.hits]
+            assert idx.remove_documents(["test:metformin-ckd"]) > 0
+            assert all(h.doc_id != "test:metformin-ckd"
+                       for h in HybridSearcher(idx).search("metformin eGFR lactic acidosis", k=10).hits)
+    finally:
+        if (path / "backend.json").exists():
+            drop_namespace(pg_uri, read_spec(path)["namespace"])
