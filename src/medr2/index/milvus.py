@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from typing import Any, Iterable, Optional
 
 import numpy as np
@@ -37,7 +38,7 @@ import numpy as np
 from medr2.index.backend import BackendError, client_uri, lite_path
 from medr2.index.index import Index, IndexError_
 
-_PLAIN = __import__("re").compile(r"^[a-z0-9]+$")
+_PLAIN = re.compile(r"^[a-z0-9]+$")
 _MAX_TERMS_BYTES = 60_000  # VARCHAR limit is 65,535 bytes
 _BATCH = 2_000
 _ANALYZERS = {
