@@ -120,7 +120,7 @@ def part_backends() -> int:
         for name, idx in (("embedded", emb), ("milvus-lite", mil)):
             s = HybridSearcher(idx, reranker=_NoRerank())
             tables[name] = {task: evaluate(s, gold[task])[0] for task in ("pubmedqa", "medquad")}
-            s.candidates(queries[0])  # warm
+            s.candidates(queries[0][0])  # warm
             lat[name] = []
             for q, _ in queries:
                 t = time.perf_counter()
