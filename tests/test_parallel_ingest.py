@@ -78,3 +78,26 @@ def test_bad_worker_count_is_refused(tmp_path):
                         "--workers", "0"], capture_output=True, text=True)
     assert r.returncode == 2 and "--workers" in r.stderr
     assert not (tmp_path / "i").exists()
+
+
+def test_ray_executor_equals_serial(tmp_path, encoder):
+    """``ingest.executor = "ray"``: Ray actors embed the batches (a local Ray instance here; a
+    cluster through RAY_ADDRESS). Ray is optional: the test skips where it is not installed."""
+    ray = pytest.importorskip("ray", reason="the Ray executor needs `pip install ray` (optional)")
+    corpus = tmp_path / "corpus"
+    shutil.copytree(CORPUS, corpus)
+    for f in sorted(corpus.iterdir())[4:]:
+        f.unlink()
+    serial = tmp_path / "serial"
+    with Index.open(serial, small_config(batch_passages=16), create=True, writable=True) as idx:
+        ingest(idx, [corpus], progress=False)
+    cfg = small_config(batch_passages=16)
+    cfg.ingest.executor = "ray"
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+        with Index.open(tmp_path / "ray", cfg, create=True, writable=True) as idx:
+            assert ingest(idx, [corpus], progress=False, workers=2).status == "ok"
+    finally:
+        ray.shutdown()
+    a, b = _state(serial), _state(tmp_path / "ray")
+    assert a[0] == b[0] and np.allclose(a[1], b[1], atol=1e-5) and a[2] == b[2]
