@@ -279,11 +279,8 @@ class PGFile(SQLBase):
     def transaction(self) -> Iterator[None]:
         me = threading.get_ident()
         if self._tx_owner == me:
-            self._depth += 1
-            try:
+            with self._join_outer():
                 yield
-            finally:
-                self._depth -= 1
             return
         with self._tx_lock:
             self._writer = conn = self._live(self._writer)

@@ -26,7 +26,9 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Iterable, Optional, Sequence
+from contextlib import contextmanager
+
+from typing import Any, ClassVar, Iterable, Iterator, Optional, Sequence
 
 VERSION_KEY = "schema_version"
 
@@ -80,6 +82,16 @@ class SQLBase:
     # MIGRATIONS[n]: portable statements taking a store from version n-1 to n (both engines run them)
     MIGRATIONS: ClassVar[dict[int, tuple[str, ...]]] = {}
     db: Any
+
+
+    @contextmanager
+    def _join_outer(self) -> Iterator[None]:
+        """A nested ``transaction()`` block: it joins the outer transaction."""
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
 
     def describe(self) -> str:
         """The store's location for messages (a file path, or a database and namespace)."""

@@ -59,11 +59,8 @@ class SQLiteFile(SQLBase):
     @contextmanager
     def transaction(self) -> Iterator[None]:
         if self._depth:
-            self._depth += 1
-            try:
+            with self._join_outer():
                 yield
-            finally:
-                self._depth -= 1
             return
         self.db.execute("BEGIN IMMEDIATE")
         self._depth = 1
