@@ -27,15 +27,15 @@ from medr2.index.backend import BackendError, is_default, milvus_uri, new_spec, 
 from medr2.index.milvus import encode_terms
 
 
-def segment_terms(seg, positions: np.ndarray) -> list[list[str]]:
-    """The bag of terms of each segment row (a term repeated as often as it occurs)."""
-    tf = seg.tf.tocsr()
+def segment_terms(tf, vocab: list[str], positions: np.ndarray) -> list[list[str]]:
+    """The bag of terms of each row of a segment's term-frequency matrix (CSR, rows = passages):
+    a term repeated as often as it occurs."""
     out = []
     for p in positions:
         a, b = tf.indptr[p], tf.indptr[p + 1]
         terms: list[str] = []
         for col, n in zip(tf.indices[a:b], tf.data[a:b]):
-            terms.extend([seg.vocab[col]] * int(round(float(n))))
+            terms.extend([vocab[col]] * int(round(float(n))))
         out.append(terms)
     return out
 
@@ -84,6 +84,7 @@ def _copy(source, dest, progress: bool, batch: int) -> int:
     for seg in source.segments:
         live = np.nonzero(seg.live)[0]
         vectors = seg.vectors()
+        tf = seg.tf.tocsr()  # once per segment: rows are read batch by batch
         for a in range(0, len(live), batch):
             pos = live[a:a + batch]
             ids = seg.ids[pos]
@@ -92,7 +93,7 @@ def _copy(source, dest, progress: bool, batch: int) -> int:
             pos, ids = pos[keep], ids[keep]
             if not len(ids):
                 continue
-            terms = [encode_terms(t) for t in segment_terms(seg, pos)]
+            terms = [encode_terms(t) for t in segment_terms(tf, seg.vocab, pos)]
             splade = seg.splade[pos] if seg.splade is not None else None
             rows = [(meta[int(i)]["source_type"], meta[int(i)]["language"], meta[int(i)]["year"]) for i in ids]
             dest.mv.upsert(ids, vectors[pos], terms, splade, rows)
