@@ -132,3 +132,45 @@ def test_eval_run_resumes_and_scores(tmp_path, demo_index_dir):
     r = CliRunner().invoke(main, ["eval", "run", "--dataset", "medqa:10", "--index", str(demo_index_dir),
                                   "--out", str(out), "--llm", "none"])
     assert r.exit_code == 2 and "--benchmark" in r.output
+
+
+def test_mirage_pmids_are_plain_numbers():
+    m = list(load_mirage(shared("benchmarks/mirage/benchmark.json"), ["pubmedqa"]))
+    assert all(q.pmid and q.pmid.isdigit() for q in m)
+    assert m[0].pmid == m[0].id  # PubMedQA* ids are the PMIDs
+
+
+@pytest.mark.slow
+def test_eval_run_excludes_the_questions_own_abstract(tmp_path, encoder):
+    """PubMedQA* protocol: a question is answered without the abstract it was written from
+    (removed before fusion); --allow-own-source lets retrieval find it."""
+    pqal = {"111": {"QUESTION": "Does metformin lower HbA1c in type 2 diabetes?",
+                    "CONTEXTS": ["Metformin lowered HbA1c by 1.1% in adults with type 2 diabetes over 24 weeks."],
+                    "LABELS": ["RESULTS"], "MESHES": ["Metformin"], "YEAR": "2001", "final_decision": "yes"},
+            "222": {"QUESTION": "Is aspirin useful after stroke?",
+                    "CONTEXTS": ["Aspirin after ischaemic stroke reduced recurrence in a cohort of 900 patients."],
+                    "LABELS": ["RESULTS"], "MESHES": ["Aspirin"], "YEAR": "2003", "final_decision": "yes"},
+            "333": {"QUESTION": "Does exercise lower HbA1c?",
+                    "CONTEXTS": ["Supervised exercise lowered HbA1c in type 2 diabetes; metformin users also improved."],
+                    "LABELS": ["RESULTS"], "MESHES": ["Exercise"], "YEAR": "2005", "final_decision": "yes"}}
+    corpus = tmp_path / "ori_pqal.json"
+    corpus.write_text(json.dumps(pqal))
+    index = tmp_path / "index"
+    r = CliRunner().invoke(main, ["ingest", str(corpus), "--index", str(index), "--format", "pubmedqa"])
+    assert r.exit_code == 0, r.output
+    bench = tmp_path / "benchmark.json"
+    bench.write_text(json.dumps({"pubmedqa": {"111": {
+        "question": "Does metformin lower HbA1c in type 2 diabetes?", "options": {"A": "yes", "B": "no", "C": "maybe"},
+        "answer": "A", "PMID": [111]}}}))
+    base = ["eval", "run", "--dataset", "pubmedqa", "--benchmark", str(bench), "--method", "vanilla_rag",
+            "--index", str(index), "--llm", "none", "--no-progress"]
+    docs = {}
+    for name, extra in (("excluded", []), ("allowed", ["--allow-own-source"])):
+        r = CliRunner().invoke(main, base + ["--out", str(tmp_path / name)] + extra)
+        assert r.exit_code == 0, r.output
+        run_dir = tmp_path / name / "pubmedqa" / "vanilla_rag" / "none"
+        record = json.loads((run_dir / "111.json").read_text())[1]
+        docs[name] = {c["doc_id"] for c in record["context"]}
+        assert json.loads((run_dir / "manifest.json").read_text())["own_source_excluded"] is (name == "excluded")
+    assert "pmid:111" in docs["allowed"]
+    assert "pmid:111" not in docs["excluded"] and docs["excluded"]  # other abstracts are still found

@@ -3,6 +3,8 @@
 import importlib.util
 import math
 
+import numpy as np
+
 import pytest
 
 from medr2.llm.base import LLMError, mean_nll, structured
@@ -53,6 +55,35 @@ def test_continuation_logprobs_and_loss_reflect_context(lm):
     assert math.isclose(mean_nll([-1.0, -3.0]), 2.0)
     with pytest.raises(LLMError, match="empty"):
         lm.continuation_logprobs("x", "")
+
+
+def test_scorer_reuses_the_shared_prompt_and_gives_the_fresh_logprobs(lm):
+    """The options of one question share their prompt: only the differing tail is evaluated,
+    and the log-probabilities equal those of a fresh evaluation."""
+    prompt = "Question: Which organ produces insulin?\nOptions:\nA. Liver\nB. Pancreas\nAnswer:"
+    reused, tokens = {}, {}
+    for opt in (" A. Liver", " B. Pancreas", " A. Liver"):
+        before = lm.usage.prompt_tokens
+        reused[opt] = lm.continuation_logprobs.__wrapped__(lm, prompt, opt)  # bypass the cache
+        tokens[opt] = lm.usage.prompt_tokens - before
+    full = len(lm.tokenize(prompt, bos=True, special=True)) + len(lm.tokenize(" B. Pancreas"))
+    assert tokens[" B. Pancreas"] < full / 2  # the prompt was not evaluated again
+    for opt in (" A. Liver", " B. Pancreas"):
+        lm.scorer.reset()  # a fresh evaluation of the whole sequence, every position with its logits
+        head, tail = lm.tokenize(prompt, bos=True, special=True), lm.tokenize(opt)
+        lm.scorer.eval(head + tail)
+        logits = np.asarray(lm.scorer.scores[len(head) - 1: len(head) + len(tail) - 1], dtype=np.float64)
+        fresh = [float(row[t] - np.log(np.exp(row - row.max()).sum()) - row.max()) for row, t in zip(logits, tail)]
+        assert fresh == pytest.approx(reused[opt], abs=1e-3)
+    shorter = prompt[: prompt.index("\nOptions")]  # its last position was evaluated without logits above
+    lm.scorer.reset()
+    lm.scorer.scores[:] = 0.0  # no stale logits from the evaluations above
+    lm.continuation_logprobs.__wrapped__(lm, prompt, " A. Liver")
+    again = lm.continuation_logprobs.__wrapped__(lm, shorter, "\nOptions")
+    lm.scorer.reset()
+    assert again == pytest.approx(lm.continuation_logprobs.__wrapped__(lm, shorter, "\nOptions"), abs=1e-3)
+    other = lm.continuation_logprobs.__wrapped__(lm, "Something else entirely.", " A. Liver")
+    assert other != pytest.approx(reused[" A. Liver"], abs=1e-3)
 
 
 def test_missing_model_file_is_a_clear_error(tmp_path):

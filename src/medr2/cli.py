@@ -526,12 +526,16 @@ def eval_group() -> None:
 @click.option("--seed", default=0, show_default=True, help="Seed of the :N subset.")
 @click.option("--answer-mode", type=click.Choice(["generate", "loglik"]), default="generate", show_default=True,
               help="loglik: pick the option with the highest log-likelihood (prefill only, no generation).")
+@click.option("--allow-own-source", is_flag=True,
+              help="Let retrieval return a question's own source document (its PMID, e.g. the PubMedQA abstract); "
+                   "excluded by default, as in MIRAGE's PubMedQA*.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar with ETA (default: on a terminal).")
 def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, out_dir, limit, shard, seed,
-             answer_mode, progress):
+             answer_mode, allow_own_source, progress):
     """Answer a benchmark with a pipeline; resumable (rerun to continue), cached, shardable."""
     from medr2.eval.datasets import DatasetError
-    from medr2.eval.runner import in_shard, load_questions, parse_dataset_spec, parse_shard, run, safe_name, subset
+    from medr2.eval.runner import (in_shard, load_questions, own_sources, parse_dataset_spec, parse_shard, run,
+                                   safe_name, subset)
     from medr2.llm.base import LLMError
     from medr2.pipelines import Engine, Pipeline
     from medr2.search.hybrid import QueryError
@@ -555,16 +559,17 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
 
     def answer(q):
         try:
-            res = pipe.run(q.question, q.options)
+            res = pipe.run(q.question, q.options, frozenset() if allow_own_source else own_sources(q))
         except (QueryError, LLMError, ValueError) as e:
             return {"answer": "", "rationale": f"not answered: {e}", "insufficient": True}
         return {"answer": res.answer, "rationale": res.rationale, "citations": res.citations,
-                "insufficient": res.insufficient, "usage": res.usage}
+                "insufficient": res.insufficient, "usage": res.usage,
+                "context": [{"passage_id": r.passage_id, "doc_id": r.doc_id} for r in res.evidence if r.kept]}
 
     dataset_dir = safe_name(qs[0].dataset if qs else Path(name).stem)
     out = Path(out_dir) / dataset_dir / safe_name(method + ("+loglik" if answer_mode == "loglik" else "")) / model
     manifest = {"dataset": dataset_spec, "subset_seed": seed, "shard": shard, "method": method,
-                "answer_mode": answer_mode,
+                "answer_mode": answer_mode, "own_source_excluded": not allow_own_source,
                 "models": engine.model_names(), "index": str(index_dir), "corpus": engine.index.stats().get("by_source_type"),
                 "config": engine.config.model_dump(mode="json")}
     try:

@@ -223,8 +223,14 @@ class Engine:
                 "dense": self.config.dense.model, "coarse_reranker": self.searcher.reranker.name}
 
     # -- retrieval: union of dense + sparse, fused; then coarse rerank to top k -----------------
-    def retrieve(self, query: str, k: int) -> list[Hit]:
+    def retrieve(self, query: str, k: int, exclude_docs: frozenset[str] = frozenset()) -> list[Hit]:
+        """``exclude_docs``: documents never returned (an evaluation question's own source, e.g.
+        the PubMedQA abstract its question was written from); removed before fusion."""
         cands = self.searcher.candidates(query)
+        if exclude_docs and cands:
+            rows = self.index.store.passages(list(cands))
+            for i in [i for i, r in rows.items() if r["doc_id"] in exclude_docs]:
+                del cands[i]
         cfg = self.config
         ranked = fuse(cands, cfg.fusion.method, cfg.fusion.rrf_k, cfg.fusion.dense_weight)
         pool = ranked[: max(k, cfg.rerank.top_n)]
@@ -282,6 +288,7 @@ class Pipeline:
         if answer_mode not in ("generate", "loglik"):
             raise ValueError(f"answer mode is generate or loglik, not {answer_mode!r}")
         self.answer_mode = answer_mode
+        self.exclude_docs: frozenset[str] = frozenset()
         self.engine = engine
         self.name = name
         self.s = PIPELINES[name]
@@ -291,8 +298,11 @@ class Pipeline:
         if self.rounds < 1:
             raise ValueError("rounds must be at least 1")
 
-    def run(self, question: str, options: Optional[dict[str, str]] = None) -> AskResult:
+    def run(self, question: str, options: Optional[dict[str, str]] = None,
+            exclude_docs: frozenset[str] = frozenset()) -> AskResult:
+        """``exclude_docs``: document ids retrieval must not return (see Engine.retrieve)."""
         e, cfg = self.engine, self.engine.config
+        self.exclude_docs = frozenset(exclude_docs)
         question = validate_query(question, cfg.query.max_query_chars)
         options = validate_options(options)
         usage = Usage()
@@ -369,7 +379,7 @@ class Pipeline:
             rec = RoundRecord(round=t, query=rq)
             notes: list[str] = []
             with stage("retrieve"):
-                pool = e.retrieve(rq, cfg.appraise.coarse_k)
+                pool = e.retrieve(rq, cfg.appraise.coarse_k, self.exclude_docs)
             with stage("coarse_rerank"):
                 hits = e.rerank(rq, pool, cfg.appraise.coarse_k, notes)
             rec.coarse_ids = [h.passage_id for h in hits]
@@ -451,7 +461,7 @@ class Pipeline:
         hits = [Hit(passage_id=pid, doc_id=r["doc_id"], title=r["title"] or "", source_type=r["source_type"],
                     heading_path=r["heading_path"], text=r["text"], language=r["language"] or "en", year=r["year"],
                     publication_types=r["publication_types"], score=0.0)
-                for pid in order if (r := rows_by_id.get(pid)) is not None]
+                for pid in order if (r := rows_by_id.get(pid)) is not None and r["doc_id"] not in self.exclude_docs]
         with stage("evidence_level"):
             rows = base_rows(hits, e.leveler)
         dense_ids = {p["passage_id"] for p in g["passages"]}
@@ -509,7 +519,8 @@ class Pipeline:
         pool: dict[str, Hit] = {}
         with stage("retrieve"):
             for q in queries:
-                for h in e.retrieve(query_text(q, max_chars=cfg.query.max_query_chars) or question, cfg.appraise.coarse_k):
+                for h in e.retrieve(query_text(q, max_chars=cfg.query.max_query_chars) or question, cfg.appraise.coarse_k,
+                                   self.exclude_docs):
                     pool.setdefault(h.passage_id, h)
         hits = e.rerank(question, list(pool.values()), cfg.appraise.coarse_k, res.notes)
         schema = {"type": "object", "required": ["relevant", "useful"],

@@ -43,6 +43,17 @@ def parse_option_block(block: str) -> dict[str, str]:
     return out
 
 
+def pmid_text(value) -> str | None:
+    """MIRAGE stores PMID as a list ([12377809]); one PMID, or several comma-separated, as text.
+
+    >>> pmid_text([12377809]), pmid_text("1"), pmid_text([1, 2]), pmid_text(None)
+    ('12377809', '1', '1,2', None)
+    """
+    if value in (None, "", []):
+        return None
+    return ",".join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value)
+
+
 def load_mirage(path: str | Path, datasets: list[str] | None = None) -> Iterator[EvalQuestion]:
     p = Path(path)
     try:
@@ -55,7 +66,7 @@ def load_mirage(path: str | Path, datasets: list[str] | None = None) -> Iterator
         for qid, r in items.items():
             try:
                 yield EvalQuestion(dataset=name, id=str(qid), question=r["question"], options=dict(r["options"]),
-                                   answer=str(r["answer"]).strip(), pmid=str(r["PMID"]) if r.get("PMID") else None)
+                                   answer=str(r["answer"]).strip(), pmid=pmid_text(r.get("PMID")))
             except (KeyError, TypeError) as e:
                 raise DatasetError(f"{p}: {name}/{qid} lacks {e}") from None
 

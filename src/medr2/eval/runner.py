@@ -80,6 +80,25 @@ def subset(questions: list[EvalQuestion], n: Optional[int], seed: int) -> list[E
     return [questions[i] for i in idx]
 
 
+OWN_SOURCE_SETS = ("pubmedqa",)  # questions written from one abstract: PubMedQA* answers without it
+
+
+def own_sources(q: EvalQuestion) -> frozenset[str]:
+    """Document ids of a PubMedQA question's own abstract, which retrieval must not return (MIRAGE's
+    PubMedQA* is answered without it). The loaders name a PubMed record ``pmid:<PMID>``; a record
+    file may use the bare PMID. Other sets' PMIDs (BioASQ's gold documents) are evidence to find.
+
+    >>> sorted(own_sources(EvalQuestion(dataset="pubmedqa", id="1", question="q?", pmid="123")))
+    ['123', 'pmid:123']
+    >>> own_sources(EvalQuestion(dataset="bioasq", id="2", question="q?", pmid="9"))
+    frozenset()
+    """
+    if q.dataset not in OWN_SOURCE_SETS or not q.pmid:
+        return frozenset()
+    ids = [x.strip() for x in q.pmid.split(",") if x.strip()]
+    return frozenset(ids + [f"pmid:{x}" for x in ids])
+
+
 def safe_name(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", s).strip("_") or "model"
 
@@ -101,7 +120,8 @@ def write_atomic(path: Path, data: object) -> None:
 def run(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestion], dict], out_dir: Path,
         manifest: dict, progress: bool = True) -> dict:
     """Answer every question lacking its file; return totals. ``answer(q)`` gives
-    {"answer", "rationale", "citations", "insufficient", "usage"}."""
+    {"answer", "rationale", "citations", "insufficient", "usage"[, "context"]}: context lists the
+    passages (passage_id, doc_id) that reached the generator."""
     out_dir.mkdir(parents=True, exist_ok=True)
     qs = list(questions)
     todo = [q for q in qs if not (out_dir / f"{safe_name(q.id)}.json").exists()]
@@ -119,7 +139,7 @@ def run(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestion], dict
         letter = res.get("answer", "")
         record = {"id": q.id, "dataset": q.dataset, "gold": q.answer, "prediction": letter,
                   "correct": bool(q.options) and letter == q.answer, "insufficient": res.get("insufficient", False),
-                  "citations": res.get("citations", []), "seconds": round(secs, 3), "usage": res.get("usage", {})}
+                  "citations": res.get("citations", []), "context": res.get("context", []), "seconds": round(secs, 3), "usage": res.get("usage", {})}
         mirage = json.dumps({"step_by_step_thinking": res.get("rationale", ""), "answer_choice": letter},
                             ensure_ascii=False)
         write_atomic(out_dir / f"{safe_name(q.id)}.json", [mirage, record])

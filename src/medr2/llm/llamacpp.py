@@ -81,6 +81,20 @@ def join_chunks(model: str) -> Path:
     return out
 
 
+def shared_prefix(cached, ids: list[int]) -> int:
+    """How many leading tokens of ``ids`` the scorer has already evaluated (its KV cache and
+    logits for them are reused: the options of one question share the whole prompt).
+
+    >>> shared_prefix([1, 2, 3, 4], [1, 2, 9]), shared_prefix([], [1]), shared_prefix([1, 2], [1, 2, 3])
+    (2, 0, 2)
+    """
+    m = min(len(cached), len(ids))
+    if m == 0:
+        return 0
+    diff = np.nonzero(np.asarray(cached[:m]) != np.asarray(ids[:m]))[0]
+    return int(diff[0]) if len(diff) else m
+
+
 _UNROLLED = ("maxLength", "minLength")
 
 
@@ -157,6 +171,7 @@ class LlamaCppLLM:
     def scorer(self):
         if self._scorer is None:
             self._scorer = self._load(logits_all=True)
+            self._has_logits = np.zeros(self.n_ctx, dtype=bool)  # positions whose stored logits are valid
         return self._scorer
 
     def tokenize(self, text: str, bos: bool = False, special: bool = False) -> list[int]:
@@ -195,10 +210,24 @@ class LlamaCppLLM:
         if len(ids) > self.n_ctx:
             raise LLMError(f"prompt and continuation take {len(ids)} tokens, above the context of {self.n_ctx}")
         llm = self.scorer
-        llm.reset()
-        llm.eval(ids)
+        need = len(head) - 1  # the first position whose logits are used
+        keep = shared_prefix(llm.input_ids[: llm.n_tokens], ids)
+        if keep > need and not self._has_logits[need:keep].all():
+            keep = need  # those positions were evaluated without logits: evaluate them again
+        llm.n_tokens = keep  # eval() drops the cache past this point; the logits before it stay valid
+        split = max(keep, need)
+        if split > keep:  # the prompt before `need`: no logits (saves the vocabulary projection)
+            llm._logits_all = False
+            try:
+                llm.eval(ids[keep:split])
+            finally:
+                llm._logits_all = True
+            self._has_logits[keep:split] = False
+        if split < len(ids):
+            llm.eval(ids[split:])
+            self._has_logits[split:len(ids)] = True
         logits = np.asarray(llm.scores[len(head) - 1: len(ids) - 1], dtype=np.float64)
         logz = np.log(np.exp(logits - logits.max(axis=1, keepdims=True)).sum(axis=1)) + logits.max(axis=1)
         lp = logits[np.arange(len(tail)), tail] - logz
-        record(self.usage, len(ids), 0, time.perf_counter() - t)
+        record(self.usage, len(ids) - keep, 0, time.perf_counter() - t)
         return [float(x) for x in lp]

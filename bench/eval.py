@@ -1,0 +1,151 @@
+"""The published evaluation runs (evaluation issue, section 5): a fixed, seeded subset of each
+benchmark answered by each method, then `medr2 eval report` over all of them.
+
+Every (method, dataset) pair is one `medr2 eval run` process, in the order given, so an
+interrupted grid resumes where it stopped (answered questions are files) and one failing pair
+does not stop the others. Runs go to ``bench/out/eval/runs`` (not committed).
+
+    python bench/eval.py --phase direct            # direct answering, every dataset
+    python bench/eval.py --phase rag --datasets mmlu,pubmedqa
+    python bench/eval.py --phase trust             # trust metrics on bench/data/ngc_questions.jsonl
+    python bench/eval.py --phase report            # bench/out/eval/report/report.md + PNGs
+    python bench/eval.py --phase mirage            # re-score MIRAGE's stored predictions
+
+The index is the retrieval benchmark's default index (`python bench/retrieval.py` builds it):
+NGC guideline summaries, OpenStax textbooks, MedQuAD answers, MedlinePlus topics and the 1,000
+PubMedQA abstracts, of which each PubMedQA question's own abstract is excluded from retrieval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("MEDR2_SHARED_DATA") or ROOT.parent / "shared" / "data")
+OUT = ROOT / "bench" / "out" / "eval"
+MIRAGE = SHARED / "benchmarks" / "mirage" / "benchmark.json"
+NGC = SHARED / "corpora" / "guidelines" / "ngc_summaries.jsonl"
+TRUST_QUESTIONS = ROOT / "bench" / "data" / "ngc_questions.jsonl"
+MCMLE = SHARED / "benchmarks" / "xmedbench_dev" / "zh" / "medqa-mcmle.jsonl"
+DATASETS = {"mmlu": "mmlu", "medqa": "medqa", "medmcqa": "medmcqa", "pubmedqa": "pubmedqa", "bioasq": "bioasq",
+            "mcmle": str(MCMLE)}
+PHASES = {
+    "direct": ["direct"],
+    "rag": ["vanilla_rag"],
+    "medr2": ["medr2"],
+    "ablations": ["+reformulator", "+reranker", "+reformulator+reranker"],
+}
+
+
+def medr2(*args: str) -> list[str]:
+    return [str(ROOT / ".venv" / "bin" / "medr2"), *args]
+
+
+def ensure_index(index: Path) -> None:
+    if (index / "store.sqlite").exists():
+        return
+    src = ROOT / "bench" / "out" / "default" / "index"
+    if not (src / "store.sqlite").exists():
+        sys.exit(f"no evaluation index at {index} and no retrieval-benchmark index at {src}: "
+                 "run `python bench/retrieval.py` first (it builds the corpus index)")
+    shutil.copytree(src, index)
+
+
+def run_pair(method: str, dataset: str, args) -> int:
+    spec = f"{DATASETS[dataset]}:{args.n}"
+    cmd = medr2("eval", "run", "--dataset", spec, "--method", method, "--index", str(args.index),
+                "--config", str(args.config), "--answer-mode", args.answer_mode, "--seed", str(args.seed),
+                "--out", str(args.runs))
+    if dataset in ("mmlu", "medqa", "medmcqa", "pubmedqa", "bioasq"):
+        cmd += ["--benchmark", str(MIRAGE)]
+    if args.limit:
+        cmd += ["--limit", str(args.limit)]
+    t = time.time()
+    print(f"== {method} on {spec} ({args.answer_mode})", flush=True)
+    rc = subprocess.call(cmd)
+    print(f"== {method} on {dataset}: exit {rc}, {time.time() - t:.0f} s", flush=True)
+    return rc
+
+
+def trust_index() -> Path:
+    """An index of the guidelines the trust questions come from (every passage embedded), with
+    its knowledge graph: built once."""
+    index = OUT / "trust-index"
+    if (index / "kg-built").exists():
+        return index
+    ids = {json.loads(x)["ngc_id"] for x in TRUST_QUESTIONS.read_text(encoding="utf-8").splitlines() if x.strip()}
+    sub = OUT / "trust-corpus" / "ngc_trust.jsonl"
+    sub.parent.mkdir(parents=True, exist_ok=True)
+    with open(NGC, encoding="utf-8") as f:
+        sub.write_text("".join(line for line in f if json.loads(line)["ngc_id"] in ids), encoding="utf-8")
+    t = time.time()
+    subprocess.check_call(medr2("ingest", str(sub), "--index", str(index)))
+    subprocess.check_call(medr2("kg", "build", "--index", str(index)))
+    (index / "kg-built").write_text(f"{len(ids)} guidelines, built in {time.time() - t:.0f} s\n")
+    return index
+
+
+def trust(args) -> None:
+    index = trust_index()
+    llm = args.llm or "none"
+    modes = ["passage", "full", "oracle_kg"] + (["no_rag"] if llm != "none" else [])
+    cmd = medr2("eval", "trust", "--questions", str(TRUST_QUESTIONS), "--index", str(index), "--llm", llm,
+                "--config", str(args.config), "--out", str(OUT / "trust" / ("extractive" if llm == "none" else llm)),
+                "--ragas")
+    for m in modes:
+        cmd += ["--mode", m]
+    if args.limit:
+        cmd += ["--limit", str(args.limit)]
+    subprocess.check_call(cmd)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--phase", required=True, choices=[*PHASES, "trust", "report", "mirage"])
+    ap.add_argument("--llm", help="trust phase: generator (default none: the extractive path; e.g. local)")
+    ap.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated: " + ", ".join(DATASETS))
+    ap.add_argument("--n", type=int, default=100, help="questions per dataset (fixed seeded subset)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--limit", type=int, help="answer at most this many more questions per pair this time")
+    ap.add_argument("--answer-mode", default="loglik", choices=["loglik", "generate"])
+    ap.add_argument("--index", type=Path, default=OUT / "index")
+    ap.add_argument("--config", type=Path, default=ROOT / "bench" / "eval.toml")
+    ap.add_argument("--runs", type=Path, default=OUT / "runs")
+    args = ap.parse_args()
+    if args.phase == "mirage":
+        pred = SHARED / "benchmarks" / "mirage" / "prediction_sample"
+        subprocess.check_call(medr2("eval", "score", "--mirage", str(pred), "--benchmark", str(MIRAGE)))
+        return
+    if args.phase == "trust":
+        trust(args)
+        return
+    if args.phase == "report":
+        trust = [d for d in (OUT / "trust").glob("*") if (d / "summary.json").exists()] if (OUT / "trust").exists() else []
+        cmd = medr2("eval", "report", str(args.runs), "--out", str(OUT / "report"))
+        for d in trust:
+            cmd += ["--trust", str(d)]
+        subprocess.check_call(cmd)
+        subprocess.check_call(medr2("eval", "score", "--run", str(args.runs)))
+        return
+    unknown = [d for d in args.datasets.split(",") if d not in DATASETS]
+    if unknown:
+        sys.exit(f"unknown dataset(s) {unknown}; choose from {', '.join(DATASETS)}")
+    ensure_index(args.index)
+    failed = []
+    for method in PHASES[args.phase]:
+        for d in args.datasets.split(","):
+            if run_pair(method, d, args) != 0:
+                failed.append(f"{method}/{d}")
+    print(json.dumps({"failed": failed}))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
