@@ -38,6 +38,7 @@ DATASETS = {"mmlu": "mmlu", "medqa": "medqa", "medmcqa": "medmcqa", "pubmedqa": 
             "mcmle": str(MCMLE)}
 PHASES = {
     "direct": ["direct"],
+    "cot": ["direct_cot"],
     "rag": ["vanilla_rag"],
     "medr2": ["medr2"],
     "ablations": ["+reformulator", "+reranker", "+reformulator+reranker"],

@@ -120,6 +120,10 @@ def test_every_named_pipeline_runs(smol_engine):
         ctx = set(res.rounds[-1].context_ids) if res.rounds else set()
         assert set(res.citations) <= ctx
     assert not seen["direct"].evidence and not seen["direct"].citations
+    assert not seen["direct_cot"].evidence and seen["direct_cot"].rationale  # reasons first, retrieves nothing
+    from medr2.cli import PIPELINE_NAMES
+
+    assert sorted(PIPELINE_NAMES) == sorted(PIPELINES)  # every pipeline is on the command line
     assert seen["vanilla_rag"].evidence and seen["vanilla_rag"].evidence[0].F is None
     assert not seen["vanilla_rag"].reformulation and seen["+reformulator"].reformulation
     assert all(r.F is not None for r in seen["+reranker"].evidence)

@@ -27,14 +27,30 @@ def test_methods_table_bolds_the_best_per_dataset_and_average():
     direct = next(x for x in lines if x.startswith("| direct"))
     medr2 = next(x for x in lines if x.startswith("| medr2"))
     assert "**60.00 ± 4.90**" in direct and "**55.00 ± 5.00**" in medr2
-    assert medr2.endswith("| **56.50** |")  # (55 + 58) / 2 beats direct's 50
-    assert "N per dataset: medqa 100, pubmedqa 100" in t
+    # Avg only over medqa, the one dataset every method ran on: medr2's 55 beats direct's 40
+    assert medr2.endswith("| **55.00** |") and direct.endswith("| 40.00 |")
+    assert "N per dataset: medqa 100, pubmedqa 100" in t and "every method ran on: medqa" in t
+    both = methods_table([r for r in ROWS if r["method"] in ("direct", "medr2")], "q")
+    assert next(x for x in both.splitlines() if x.startswith("| medr2")).endswith("| **56.50** |")  # (55 + 58) / 2
+    assert "every method ran on" not in both
 
 
 def test_ablation_table_deltas_against_vanilla_rag():
     t = ablation_table(ROWS, "q")
-    assert "| +reranker | 50.00 | +5.00 |" in t and "| medr2 | 56.50 | +11.50 |" in t
+    assert "| +reranker | 50.00 | +5.00 |" in t and "| medr2 | 55.00 | +10.00 |" in t and "Avg over: medqa" in t
     assert ablation_table([r for r in ROWS if r["method"] != "vanilla_rag"], "q") is None
+    ll = [dict(r, method=r["method"] + "+loglik") for r in ROWS]
+    assert "| vanilla_rag+loglik | 45.00 | +0.00 |" in ablation_table(ll, "q")
+
+
+def test_loglik_variants_follow_their_method_and_cost_is_tabled():
+    from medr2.eval.report import _order, cost_table
+
+    assert _order(["medr2", "direct+loglik", "vanilla_rag", "direct"]) == ["direct", "direct+loglik", "vanilla_rag",
+                                                                           "medr2"]
+    t = cost_table([dict(r, seconds=2.5) for r in ROWS], "q")
+    assert "| direct | 2.5 | 2.5 |" in t and "| vanilla_rag | 2.5 | – |" in t
+    assert cost_table(ROWS, "q") is None
 
 
 def test_trust_table_and_grid():

@@ -36,6 +36,12 @@ def _fail(msg: str, code: int = EXIT_FAIL) -> None:
     sys.exit(code)
 
 
+# The named pipelines of medr2.pipelines.PIPELINES (listed here so the CLI loads without numpy;
+# a test keeps the two equal).
+PIPELINE_NAMES = ["direct", "direct_cot", "vanilla_rag", "+reformulator", "+reranker", "+cot", "+reformulator+reranker",
+                  "+reformulator+cot", "+reranker+cot", "medr2", "kg", "llm_amt"]
+
+
 def _load_config(path: Optional[str]) -> Optional[Config]:
     try:
         return Config.load(path) if path else None
@@ -432,9 +438,7 @@ def print_answer(res, explain: bool) -> None:
                                         "http(s)://HOST/v1, hf:PATH (default: llm.generator).")
 @click.option("--scorer", help="Proxy LM for usefulness (default: llm.scorer, bundled SmolLM2-135M).")
 @click.option("--pipeline", "pipeline_name", default="medr2", show_default=True,
-              type=click.Choice(["direct", "vanilla_rag", "+reformulator", "+reranker", "+cot",
-                                 "+reformulator+reranker", "+reformulator+cot", "+reranker+cot", "medr2", "kg",
-                                 "llm_amt"]))
+              type=click.Choice(PIPELINE_NAMES))
 @click.option("--kg", "use_kg", is_flag=True, help="Graph mode (same as --pipeline kg): quality-ranked subgraph, "
                                                    "its passages and the dense top-5, tier-conditioned prompt.")
 @click.option("--answer-mode", type=click.Choice(["generate", "loglik"]), default="generate", show_default=True,
@@ -514,9 +518,7 @@ def eval_group() -> None:
                    "(XMedBench .jsonl, MMLU .csv, PubMedQA ori_pqal.json); :N takes a fixed seeded subset.")
 @click.option("--benchmark", type=click.Path(dir_okay=False, exists=True), help="MIRAGE benchmark.json.")
 @click.option("--method", default="medr2", show_default=True,
-              type=click.Choice(["direct", "vanilla_rag", "+reformulator", "+reranker", "+cot",
-                                 "+reformulator+reranker", "+reformulator+cot", "+reranker+cot", "medr2", "kg",
-                                 "llm_amt"]))
+              type=click.Choice(PIPELINE_NAMES))
 @index_opt
 @config_opt
 @click.option("--llm", "llm_spec", help="Generator (as in ask; default llm.generator).")
@@ -690,10 +692,19 @@ def eval_score(mirage_dir, benchmark, run_dir, as_json):
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    click.echo(f"{'dataset':<14} {key:<24} {'model':<28} {'n':>5} {'acc %':>7} {'std':>6}")
+    pub = None
+    if mirage_dir:
+        from medr2.eval.mirage import FULL_SIZES, published
+
+        pub = {id(r): published(r) for r in rows}
+    click.echo(f"{'dataset':<14} {key:<24} {'model':<28} {'n':>5} {'acc %':>7} {'std':>6}"
+               + ("  published (full set)" if pub else ""))
     for r in rows:
+        extra = ""
+        if pub and pub[id(r)] is not None:
+            extra = f"  {pub[id(r)]:.2f} (n = {FULL_SIZES[r['dataset']]})"
         click.echo(f"{r['dataset']:<14} {r[key]:<24} {r['model'][:28]:<28} {r['n']:>5} {r['accuracy']:>7.2f} "
-                   f"{r['std']:>6.2f}")
+                   f"{r['std']:>6.2f}{extra}")
 
 
 @main.command()

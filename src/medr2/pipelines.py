@@ -1,7 +1,8 @@
 """Named QA pipelines sharing one set of components (FlashRAG-style: a method is a few flags on
 one base, not a copy).
 
-* ``direct`` - the generator alone, no retrieval.
+* ``direct`` - the generator alone, no retrieval; ``direct_cot`` the same, reasoning step by step
+  first (MIRAGE's CoT setting).
 * ``vanilla_rag`` - hybrid retrieval, coarse order, context packing, answer.
 * ``+reformulator``, ``+reranker`` (fine EBM rerank with conflicts), ``+cot`` and their pairs
   (Med-R2 Table 10 ablations, each on top of vanilla RAG).
@@ -59,6 +60,7 @@ class Settings:
 
 PIPELINES: dict[str, Settings] = {
     "direct": Settings(retrieve=False),
+    "direct_cot": Settings(retrieve=False, cot=True),  # MIRAGE's CoT baseline: step-by-step, no retrieval
     "vanilla_rag": Settings(),
     "+reformulator": Settings(reformulate=True),
     "+reranker": Settings(fine_rerank=True),

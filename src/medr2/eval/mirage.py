@@ -21,6 +21,32 @@ from pathlib import Path
 from medr2.eval.scoring import accuracy, mirage_letter
 
 
+# MIRAGE's published accuracies (percent, full test sets: MMLU-Med 1,089, MedQA-US 1,273, MedMCQA
+# dev 4,183, PubMedQA* 500, BioASQ-Y/N 618) for the two models whose predictions MIRAGE ships.
+# Source: the authors' leaderboard, github.com/Teddy-XiongGZ/MIRAGE docs/index.html (commits
+# 1d75fb2e and 42b60ff7 agree); "rag_32/medcorp/RRF-4" is MedRAG with the MedCorp corpus and
+# the RRF-4 retriever. The leaderboard gives no std.
+PUBLISHED = {
+    ("cot", "gpt-35-turbo-16k"): {"mmlu": 72.91, "medqa": 65.04, "medmcqa": 55.25, "pubmedqa": 36.00,
+                                  "bioasq": 74.27},
+    ("rag_32/medcorp/RRF-4", "gpt-35-turbo-16k"): {"mmlu": 75.48, "medqa": 66.61, "medmcqa": 58.04,
+                                                   "pubmedqa": 67.40, "bioasq": 90.29},
+    ("cot", "gpt-4-32k"): {"mmlu": 89.44, "medqa": 83.97, "medmcqa": 69.88, "pubmedqa": 39.60, "bioasq": 84.30},
+    ("rag_32/medcorp/RRF-4", "gpt-4-32k"): {"mmlu": 87.24, "medqa": 82.80, "medmcqa": 66.65, "pubmedqa": 70.60,
+                                            "bioasq": 92.56},
+}
+FULL_SIZES = {"mmlu": 1089, "medqa": 1273, "medmcqa": 4183, "pubmedqa": 500, "bioasq": 618}
+
+
+def published(row: dict) -> float | None:
+    """MIRAGE's published accuracy for a scored row's dataset, setting and model, if it has one.
+
+    >>> published({"dataset": "mmlu", "setting": "cot", "model": "gpt-4-32k"})
+    89.44
+    """
+    return PUBLISHED.get((row["setting"], row["model"]), {}).get(row["dataset"])
+
+
 def question_id(filename: str) -> str:
     stem = filename[:-5] if filename.endswith(".json") else filename
     return stem.split("_", 1)[1] if "_" in stem else stem

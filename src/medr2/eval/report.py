@@ -28,29 +28,48 @@ from typing import Any, Optional
 
 ABLATIONS = ["vanilla_rag", "+reformulator", "+reranker", "+cot", "+reformulator+reranker", "+reformulator+cot",
              "+reranker+cot", "medr2"]
-METHOD_ORDER = ["direct", "vanilla_rag", "llm_amt", *ABLATIONS[1:-1], "kg", "medr2"]
+METHOD_ORDER = ["direct", "direct_cot", "vanilla_rag", "llm_amt", *ABLATIONS[1:-1], "kg", "medr2"]
 
 
 def _order(methods) -> list[str]:
-    return sorted(methods, key=lambda m: (METHOD_ORDER.index(m) if m in METHOD_ORDER else 99, m))
+    """Methods in the papers' order; a method's log-likelihood variant (``NAME+loglik``) follows it."""
+    def key(m: str):
+        base = m[: -len(LOGLIK)] if m.endswith(LOGLIK) else m
+        return (METHOD_ORDER.index(base) if base in METHOD_ORDER else 99, base, m.endswith(LOGLIK), m)
+
+    return sorted(methods, key=key)
 
 
-def averages(rows: list[dict], model: str) -> dict[str, float]:
-    """Unweighted mean accuracy over the datasets of each method (as MIRAGE averages)."""
+LOGLIK = "+loglik"  # the runner's suffix for --answer-mode loglik
+
+
+def common_datasets(rows: list[dict], model: str, methods) -> list[str]:
+    """The datasets every one of ``methods`` was run on: averages compare methods over these only."""
+    mine = [r for r in rows if r["model"] == model and r["method"] in set(methods)]
+    sets = [{r["dataset"] for r in mine if r["method"] == m} for m in set(methods)]
+    return sorted(set.intersection(*sets)) if sets else []
+
+
+def averages(rows: list[dict], model: str, datasets: Optional[list[str]] = None) -> dict[str, float]:
+    """Unweighted mean accuracy over the datasets of each method (as MIRAGE averages), restricted
+    to ``datasets`` when given."""
     by: dict[str, list[float]] = {}
     for r in rows:
-        if r["model"] == model:
+        if r["model"] == model and (datasets is None or r["dataset"] in datasets):
             by.setdefault(r["method"], []).append(r["accuracy"])
     return {m: sum(v) / len(v) for m, v in by.items()}
 
 
 def methods_table(rows: list[dict], model: str) -> str:
+    """Methods x datasets, best in bold. Avg is over the datasets every method was run on, so a
+    method run on fewer datasets is never averaged against a different set."""
     mine = [r for r in rows if r["model"] == model]
     datasets = sorted({r["dataset"] for r in mine})
     methods = _order({r["method"] for r in mine})
     cell = {(r["method"], r["dataset"]): r for r in mine}
     best = {d: max((cell[(m, d)]["accuracy"] for m in methods if (m, d) in cell), default=None) for d in datasets}
-    avg = averages(rows, model)
+    common = common_datasets(rows, model, methods)
+    avg = averages(rows, model, common) if common else {}
     best_avg = max(avg.values()) if avg else None
     lines = ["| method | " + " | ".join(datasets) + " | Avg |", "|---|" + "---:|" * (len(datasets) + 1)]
     for m in methods:
@@ -62,25 +81,56 @@ def methods_table(rows: list[dict], model: str) -> str:
                 continue
             txt = f"{r['accuracy']:.2f} ± {r['std']:.2f}"
             cells.append(f"**{txt}**" if r["accuracy"] == best[d] else txt)
-        a = f"{avg[m]:.2f}"
-        cells.append(f"**{a}**" if avg[m] == best_avg else a)
+        if m in avg:
+            a = f"{avg[m]:.2f}"
+            cells.append(f"**{a}**" if avg[m] == best_avg else a)
+        else:
+            cells.append("–")
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
     ns = {d: sorted({cell[(m, d)]["n"] for m in methods if (m, d) in cell}) for d in datasets}
+    note = "" if common == datasets else (
+        "\n\nAvg over the datasets every method ran on: " + (", ".join(common) if common else "none (no Avg)"))
     return "\n".join(lines) + "\n\nN per dataset: " + ", ".join(
-        f"{d} {'/'.join(str(x) for x in n)}" for d, n in ns.items())
+        f"{d} {'/'.join(str(x) for x in n)}" for d, n in ns.items()) + note
+
+
+def cost_table(rows: list[dict], model: str) -> Optional[str]:
+    """Seconds per question (mean) per method and dataset, from the runs' records."""
+    mine = [r for r in rows if r["model"] == model and r.get("seconds") is not None]
+    if not mine:
+        return None
+    datasets = sorted({r["dataset"] for r in mine})
+    cell = {(r["method"], r["dataset"]): r["seconds"] for r in mine}
+    lines = ["| method | " + " | ".join(datasets) + " |", "|---|" + "---:|" * len(datasets)]
+    for m in _order({r["method"] for r in mine}):
+        lines.append(f"| {m} | " + " | ".join("–" if (m, d) not in cell else f"{cell[(m, d)]:.1f}" for d in datasets)
+                     + " |")
+    return "\n".join(lines)
 
 
 def ablation_table(rows: list[dict], model: str) -> Optional[str]:
-    avg = averages(rows, model)
-    present = [m for m in ABLATIONS if m in avg]
-    if "vanilla_rag" not in avg or len(present) < 2:
-        return None
-    base = avg["vanilla_rag"]
-    lines = ["| reformulator | reranker | CoT | iterative | method | Avg | Δ vs vanilla RAG |", "|:-:|:-:|:-:|:-:|---|---:|---:|"]
-    for m in present:
-        flags = ["✓" if m == "medr2" or f"+{x}" in m else "" for x in ("reformulator", "reranker", "cot")]
-        lines.append(f"| {' | '.join(flags)} | {'✓' if m == 'medr2' else ''} | {m} | {avg[m]:.2f} | {avg[m] - base:+.2f} |")
-    return "\n".join(lines)
+    """Table 10 layout, one block per answer mode (generated, log-likelihood): each ablation's
+    average against vanilla RAG's over the datasets they all ran on."""
+    blocks = []
+    for suffix in ("", LOGLIK):
+        have = {r["method"] for r in rows if r["model"] == model}
+        present = [m for m in ABLATIONS if m + suffix in have]
+        if "vanilla_rag" not in present or len(present) < 2:
+            continue
+        common = common_datasets(rows, model, [m + suffix for m in present])
+        if not common:
+            continue
+        avg = averages(rows, model, common)
+        base = avg["vanilla_rag" + suffix]
+        lines = ["| reformulator | reranker | CoT | iterative | method | Avg | Δ vs vanilla RAG |",
+                 "|:-:|:-:|:-:|:-:|---|---:|---:|"]
+        for m in present:
+            flags = ["✓" if m == "medr2" or f"+{x}" in m else "" for x in ("reformulator", "reranker", "cot")]
+            a = avg[m + suffix]
+            lines.append(f"| {' | '.join(flags)} | {'✓' if m == 'medr2' else ''} | {m + suffix} | {a:.2f} | "
+                         f"{a - base:+.2f} |")
+        blocks.append("\n".join(lines) + f"\n\nAvg over: {', '.join(common)}")
+    return "\n\n".join(blocks) or None
 
 
 def trust_table(summaries: dict[str, dict]) -> str:
@@ -195,6 +245,9 @@ def write_report(run_dirs: list[Path], out: Path, trust_dirs: list[Path] = ()) -
         abl = ablation_table(rows, model)
         if abl:
             parts += ["", "### Ablations (Table 10 layout)", "", abl]
+        cost = cost_table(rows, model)
+        if cost:
+            parts += ["", "### Seconds per question", "", cost]
         png = out / f"bars-{_slug(model)}.png"
         plot_bars(rows, model, png)
         parts += ["", f"![accuracy by method]({png.name})"]

@@ -162,10 +162,11 @@ def run(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestion], dict
 def score_run(root: Path) -> list[dict]:
     """Accuracy per dataset / method / model from medr2 run files: the recorded option letter
     against the gold one (an answer that is no option letter is wrong, where MIRAGE's own rules
-    would default to "A")."""
+    would default to "A"), and the mean seconds per question."""
     from medr2.eval.scoring import accuracy
 
     groups: dict[tuple[str, str, str], list[bool]] = {}
+    seconds: dict[tuple[str, str, str], list[float]] = {}
     for f in sorted(Path(root).rglob("*.json")):
         if f.name == "manifest.json":
             continue
@@ -177,9 +178,12 @@ def score_run(root: Path) -> list[dict]:
         except (json.JSONDecodeError, IndexError, KeyError, OSError):
             continue
         groups.setdefault((rel[0], rel[1], rel[2]), []).append(bool(record.get("correct")))
+        if isinstance(record.get("seconds"), (int, float)):
+            seconds.setdefault((rel[0], rel[1], rel[2]), []).append(float(record["seconds"]))
     rows = []
     for (d, m, model), marks in sorted(groups.items()):
         acc, std = accuracy(marks)
+        secs = seconds.get((d, m, model))
         rows.append({"dataset": d, "method": m, "model": model, "n": len(marks), "accuracy": round(acc * 100, 2),
-                     "std": round(std * 100, 2)})
+                     "std": round(std * 100, 2), "seconds": round(sum(secs) / len(secs), 2) if secs else None})
     return rows
