@@ -128,9 +128,9 @@ def main() -> None:
         trust(args)
         return
     if args.phase == "report":
-        trust = [d for d in (OUT / "trust").glob("*") if (d / "summary.json").exists()] if (OUT / "trust").exists() else []
+        trust_dirs = sorted(d for d in (OUT / "trust").glob("*") if (d / "summary.json").exists())
         cmd = medr2("eval", "report", str(args.runs), "--out", str(OUT / "report"))
-        for d in trust:
+        for d in trust_dirs:
             cmd += ["--trust", str(d)]
         subprocess.check_call(cmd)
         subprocess.check_call(medr2("eval", "score", "--run", str(args.runs)))
