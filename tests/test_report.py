@@ -89,3 +89,17 @@ def test_eval_report_end_to_end(tmp_path):
     for png in ("bars-small.png", "bars-big.png", "heatmap.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert CliRunner().invoke(main, ["eval", "report", "--out", str(out)]).exit_code == 2
+
+
+def test_paired_table_compares_on_shared_questions_with_mcnemar():
+    from medr2.eval.report import paired_table
+    from medr2.eval.scoring import mcnemar_p
+
+    direct = {f"q{i}": i < 4 for i in range(10)}  # right on q0-q3
+    rag = {f"q{i}": i < 8 for i in range(6)}  # a partial run: q0-q5, right on all of them
+    marks = {("mmlu", "direct+loglik", "m"): direct, ("mmlu", "vanilla_rag+loglik", "m"): rag,
+             ("mmlu", "medr2", "m"): rag}  # no generated direct run: medr2 has no pair
+    t = paired_table(marks, "m")
+    assert "| mmlu | vanilla_rag+loglik | direct+loglik | 6 | 66.7 | 100.0 | +33.3 | 2 / 0 | 0.500 |" in t
+    assert "| medr2 |" not in t and paired_table(marks, "other") is None
+    assert mcnemar_p(2, 0) == 0.5 and mcnemar_p(0, 12) < 0.001

@@ -108,6 +108,33 @@ def cost_table(rows: list[dict], model: str) -> Optional[str]:
     return "\n".join(lines)
 
 
+def paired_table(marks: dict[tuple[str, str, str], dict[str, bool]], model: str) -> Optional[str]:
+    """Each method against direct answering in the same answer mode, on the questions both
+    answered (a partial run is compared on its own questions): both accuracies, the questions
+    only one got right, and the exact McNemar p-value."""
+    from medr2.eval.scoring import mcnemar_p
+
+    lines = []
+    for (d, m, mo), got in sorted(marks.items()):
+        base = "direct" + (LOGLIK if m.endswith(LOGLIK) else "")
+        if mo != model or m == base or (d, base, mo) not in marks:
+            continue
+        ref = marks[(d, base, mo)]
+        ids = sorted(set(got) & set(ref))
+        if not ids:
+            continue
+        b = sum(got[i] and not ref[i] for i in ids)
+        c = sum(ref[i] and not got[i] for i in ids)
+        acc, acc_ref = (100 * sum(x[i] for i in ids) / len(ids) for x in (got, ref))
+        lines.append(f"| {d} | {m} | {base} | {len(ids)} | {acc_ref:.1f} | {acc:.1f} | {acc - acc_ref:+.1f} | {b} / {c} "
+                     f"| {mcnemar_p(b, c):.3f} |")
+    if not lines:
+        return None
+    head = ["| dataset | method | against | paired N | against acc | method acc | Δ | only method / only against right "
+            "| McNemar p |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    return "\n".join(head + lines)
+
+
 def ablation_table(rows: list[dict], model: str) -> Optional[str]:
     """Table 10 layout, one block per answer mode (generated, log-likelihood): each ablation's
     average against vanilla RAG's over the datasets they all ran on."""
@@ -164,12 +191,13 @@ def improvement_grid(rows: list[dict], contexts: dict[tuple[str, str], Optional[
 def collect(run_dirs: list[Path]) -> tuple[list[dict], dict[str, Any]]:
     """Score rows of every run directory and what their manifests say (models, corpus, commit,
     context window per method and model)."""
-    from medr2.eval.runner import score_run
+    from medr2.eval.runner import question_marks, score_run
 
     rows: list[dict] = []
-    meta: dict[str, Any] = {"commits": set(), "corpus": {}, "contexts": {}, "seeds": set()}
+    meta: dict[str, Any] = {"commits": set(), "corpus": {}, "contexts": {}, "seeds": set(), "marks": {}}
     for root in run_dirs:
         rows += score_run(root)
+        meta["marks"].update(question_marks(root))
         for mf in Path(root).rglob("manifest.json"):
             m = json.loads(mf.read_text(encoding="utf-8"))
             parts = mf.relative_to(root).parts
@@ -245,6 +273,9 @@ def write_report(run_dirs: list[Path], out: Path, trust_dirs: list[Path] = ()) -
         abl = ablation_table(rows, model)
         if abl:
             parts += ["", "### Ablations (Table 10 layout)", "", abl]
+        paired = paired_table(meta["marks"], model)
+        if paired:
+            parts += ["", "### Paired against direct answering (same questions)", "", paired]
         cost = cost_table(rows, model)
         if cost:
             parts += ["", "### Seconds per question", "", cost]

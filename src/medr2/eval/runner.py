@@ -159,6 +159,21 @@ def run(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestion], dict
     return totals
 
 
+def question_marks(root: Path) -> dict[tuple[str, str, str], dict[str, bool]]:
+    """Right/wrong per question id, for each (dataset, method, model) of a run directory."""
+    out: dict[tuple[str, str, str], dict[str, bool]] = {}
+    for f in sorted(Path(root).rglob("*.json")):
+        rel = f.relative_to(root).parts
+        if f.name == "manifest.json" or len(rel) != 4:
+            continue
+        try:
+            record = json.loads(f.read_text(encoding="utf-8"))[1]
+        except (json.JSONDecodeError, IndexError, KeyError, OSError):
+            continue
+        out.setdefault((rel[0], rel[1], rel[2]), {})[str(record.get("id", f.stem))] = bool(record.get("correct"))
+    return out
+
+
 def score_run(root: Path) -> list[dict]:
     """Accuracy per dataset / method / model from medr2 run files: the recorded option letter
     against the gold one (an answer that is no option letter is wrong, where MIRAGE's own rules

@@ -89,3 +89,18 @@ def accuracy(correct: Sequence[bool]) -> tuple[float, float]:
         return 0.0, 0.0
     p = sum(bool(c) for c in correct) / n
     return round(p, 4), round(math.sqrt(p * (1 - p) / n), 4)
+
+
+def mcnemar_p(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value for paired right/wrong outcomes: ``b`` questions only the
+    first method got right, ``c`` only the second (binomial test of b against Bin(b + c, 1/2)).
+
+    >>> mcnemar_p(0, 0), round(mcnemar_p(10, 2), 4), mcnemar_p(3, 3)
+    (1.0, 0.0386, 1.0)
+    """
+    n = b + c
+    if n == 0:
+        return 1.0
+    k = min(b, c)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
