@@ -98,8 +98,9 @@ def test_paired_table_compares_on_shared_questions_with_mcnemar():
     direct = {f"q{i}": i < 4 for i in range(10)}  # right on q0-q3
     rag = {f"q{i}": i < 8 for i in range(6)}  # a partial run: q0-q5, right on all of them
     marks = {("mmlu", "direct+loglik", "m"): direct, ("mmlu", "vanilla_rag+loglik", "m"): rag,
-             ("mmlu", "medr2", "m"): rag}  # no generated direct run: medr2 has no pair
+             ("mmlu", "direct_cot", "m"): rag, ("pubmedqa", "medr2", "m"): rag}  # medr2: no direct run there
     t = paired_table(marks, "m")
     assert "| mmlu | vanilla_rag+loglik | direct+loglik | 6 | 66.7 | 100.0 | +33.3 | 2 / 0 | 0.500 |" in t
-    assert "| medr2 |" not in t and paired_table(marks, "other") is None
+    assert "| mmlu | direct_cot | direct+loglik | 6 |" in t  # no generated direct run: the loglik one
+    assert "| medr2 |" not in t and "| direct+loglik | direct" not in t and paired_table(marks, "other") is None
     assert mcnemar_p(2, 0) == 0.5 and mcnemar_p(0, 12) < 0.001

@@ -109,15 +109,17 @@ def cost_table(rows: list[dict], model: str) -> Optional[str]:
 
 
 def paired_table(marks: dict[tuple[str, str, str], dict[str, bool]], model: str) -> Optional[str]:
-    """Each method against direct answering in the same answer mode, on the questions both
-    answered (a partial run is compared on its own questions): both accuracies, the questions
-    only one got right, and the exact McNemar p-value."""
+    """Each method against direct answering in the same answer mode (else the other mode), on the
+    questions both answered (a partial run is compared on its own questions): both accuracies,
+    the questions only one got right, and the exact McNemar p-value."""
     from medr2.eval.scoring import mcnemar_p
 
     lines = []
     for (d, m, mo), got in sorted(marks.items()):
-        base = "direct" + (LOGLIK if m.endswith(LOGLIK) else "")
-        if mo != model or m == base or (d, base, mo) not in marks:
+        same_mode = "direct" + (LOGLIK if m.endswith(LOGLIK) else "")
+        # direct answering in the same answer mode, else in the other one (direct_cot vs direct+loglik)
+        base = next((b for b in (same_mode, "direct", "direct" + LOGLIK) if b != m and (d, b, mo) in marks), None)
+        if mo != model or base is None or m in ("direct", "direct" + LOGLIK):
             continue
         ref = marks[(d, base, mo)]
         ids = sorted(set(got) & set(ref))
