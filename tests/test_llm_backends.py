@@ -175,3 +175,20 @@ def test_transformers_backend_on_the_bundled_gguf(tmp_path):
     assert mean_nll(lm.continuation_logprobs(relevant, " Metformin")) < \
         mean_nll(lm.continuation_logprobs(irrelevant, " Metformin"))
     assert lm.count_tokens("metformin") >= 1
+
+
+def test_structured_reads_raw_newlines_inside_json_strings():
+    """Plumbing fake LLM: a small model writes a literal newline inside its rationale string;
+    that is read as text, not sent back for repair."""
+    class NewlineLLM:
+        name, temperature, seed, calls = "fake", 0.0, 0, 0
+
+        def chat(self, messages, **kw):
+            self.calls += 1
+            return {"text": '{"answer": "yes", "why": "line one\nline two\tend"}'}
+
+    lm = NewlineLLM()
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}, "why": {"type": "string"}},
+              "required": ["answer"]}
+    out = structured(lm, [{"role": "user", "content": "q"}], schema)
+    assert out["answer"] == "yes" and "line one" in out["why"] and lm.calls == 1

@@ -192,7 +192,8 @@ def structured(llm: LLM, messages: list[dict[str, str]], schema: dict[str, Any],
         out = llm.chat(msgs, max_tokens=max_tokens, temperature=getattr(llm, "temperature", 0.0),
                        seed=getattr(llm, "seed", 0), json_schema=schema)
         try:
-            value = json.loads(extract_json(out["text"]))
+            # strict=False: a raw newline or tab inside a string (small models write them) is read as such
+            value = json.loads(extract_json(out["text"]), strict=False)
             jsonschema.validate(value, schema)
             return value
         except (json.JSONDecodeError, jsonschema.ValidationError) as e:
