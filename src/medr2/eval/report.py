@@ -193,13 +193,14 @@ def improvement_grid(rows: list[dict], contexts: dict[tuple[str, str], Optional[
 def collect(run_dirs: list[Path]) -> tuple[list[dict], dict[str, Any]]:
     """Score rows of every run directory and what their manifests say (models, corpus, commit,
     context window per method and model)."""
-    from medr2.eval.runner import question_marks, score_run
+    from medr2.eval.runner import question_marks, read_records, score_run
 
     rows: list[dict] = []
     meta: dict[str, Any] = {"commits": set(), "corpus": {}, "contexts": {}, "seeds": set(), "marks": {}}
     for root in run_dirs:
-        rows += score_run(root)
-        meta["marks"].update(question_marks(root))
+        records = read_records(root)
+        rows += score_run(root, records)
+        meta["marks"].update(question_marks(records))
         for mf in Path(root).rglob("manifest.json"):
             m = json.loads(mf.read_text(encoding="utf-8"))
             parts = mf.relative_to(root).parts

@@ -159,9 +159,10 @@ def run(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestion], dict
     return totals
 
 
-def question_marks(root: Path) -> dict[tuple[str, str, str], dict[str, bool]]:
-    """Right/wrong per question id, for each (dataset, method, model) of a run directory."""
-    out: dict[tuple[str, str, str], dict[str, bool]] = {}
+def read_records(root: Path) -> dict[tuple[str, str, str], dict[str, dict]]:
+    """Every question record of a run directory, by (dataset, method, model) and question id
+    (read once; scores and pairings derive from it)."""
+    out: dict[tuple[str, str, str], dict[str, dict]] = {}
     for f in sorted(Path(root).rglob("*.json")):
         rel = f.relative_to(root).parts
         if f.name == "manifest.json" or len(rel) != 4:
@@ -170,35 +171,27 @@ def question_marks(root: Path) -> dict[tuple[str, str, str], dict[str, bool]]:
             record = json.loads(f.read_text(encoding="utf-8"))[1]
         except (json.JSONDecodeError, IndexError, KeyError, OSError):
             continue
-        out.setdefault((rel[0], rel[1], rel[2]), {})[str(record.get("id", f.stem))] = bool(record.get("correct"))
+        out.setdefault((rel[0], rel[1], rel[2]), {})[str(record.get("id", f.stem))] = record
     return out
 
 
-def score_run(root: Path) -> list[dict]:
+def question_marks(records: dict[tuple[str, str, str], dict[str, dict]]
+                   ) -> dict[tuple[str, str, str], dict[str, bool]]:
+    """Right/wrong per question id, for each (dataset, method, model) of :func:`read_records`."""
+    return {k: {i: bool(r.get("correct")) for i, r in v.items()} for k, v in records.items()}
+
+
+def score_run(root: Path, records: Optional[dict] = None) -> list[dict]:
     """Accuracy per dataset / method / model from medr2 run files: the recorded option letter
     against the gold one (an answer that is no option letter is wrong, where MIRAGE's own rules
     would default to "A"), and the mean seconds per question."""
     from medr2.eval.scoring import accuracy
 
-    groups: dict[tuple[str, str, str], list[bool]] = {}
-    seconds: dict[tuple[str, str, str], list[float]] = {}
-    for f in sorted(Path(root).rglob("*.json")):
-        if f.name == "manifest.json":
-            continue
-        rel = f.relative_to(root).parts
-        if len(rel) != 4:
-            continue
-        try:
-            record = json.loads(f.read_text(encoding="utf-8"))[1]
-        except (json.JSONDecodeError, IndexError, KeyError, OSError):
-            continue
-        groups.setdefault((rel[0], rel[1], rel[2]), []).append(bool(record.get("correct")))
-        if isinstance(record.get("seconds"), (int, float)):
-            seconds.setdefault((rel[0], rel[1], rel[2]), []).append(float(record["seconds"]))
     rows = []
-    for (d, m, model), marks in sorted(groups.items()):
+    for (d, m, model), recs in sorted((records if records is not None else read_records(root)).items()):
+        marks = [bool(r.get("correct")) for r in recs.values()]
+        secs = [float(r["seconds"]) for r in recs.values() if isinstance(r.get("seconds"), (int, float))]
         acc, std = accuracy(marks)
-        secs = seconds.get((d, m, model))
         rows.append({"dataset": d, "method": m, "model": model, "n": len(marks), "accuracy": round(acc * 100, 2),
                      "std": round(std * 100, 2), "seconds": round(sum(secs) / len(secs), 2) if secs else None})
     return rows
