@@ -323,3 +323,18 @@ def test_loglik_answer_mode(smol_engine):
         assert res.citations == [] and not res.insufficient
     with pytest.raises(ValueError, match="options"):
         Pipeline(smol_engine, "vanilla_rag", answer_mode="loglik").run(q, {})
+
+
+def test_medr2_in_loglik_mode_drafts_by_loglik_and_does_not_repeat_a_round(smol_engine):
+    opts = {"A": "Metformin", "B": "An SGLT2 inhibitor", "C": "Insulin glargine"}
+    q = "Which drug slows kidney disease progression in type 2 diabetes?"
+    res = Pipeline(smol_engine, "medr2", answer_mode="loglik").run(q, opts)
+    direct = Pipeline(smol_engine, "direct", answer_mode="loglik").run(q, opts)
+    assert res.method == "loglik" and res.answer in opts
+    # The usefulness reference is the direct loglik answer: no tokens are generated for the draft.
+    draft = res.usage["stages"]["draft"]
+    assert draft["completion_tokens"] == 0 and draft["calls"] + draft["cached_calls"] == len(opts)
+    gen = direct.usage["stages"]["generate"]
+    assert gen["calls"] == 0 and gen["cached_calls"] == len(opts)  # the draft's prompt, from the cache
+    # A loglik answer has no rationale, so round 2 would repeat round 1: the loop stops after one.
+    assert len(res.rounds) == 1 and res.rounds[0].stop and "would repeat" in res.rounds[0].stop_reason

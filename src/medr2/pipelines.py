@@ -375,9 +375,20 @@ class Pipeline:
         answers: list[str] = []
         ans: Optional[Answer] = None
         rows: list[EvidenceRow] = []
+        used_reference = reference
         for t in range(1, self.rounds + 1):
-            rq = query if t == 1 or ans is None or not ans.rationale else \
+            # The next round's query adds the answer's reasoning (a log-likelihood answer's
+            # "rationale" is its option scores, which would only add noise to the query).
+            rq = query if t == 1 or ans is None or not ans.rationale or ans.method == "loglik" else \
                 (query_text(query, ans.rationale, max_chars=cfg.query.max_query_chars) or query)
+            if t > 1 and rq == res.rounds[-1].query and reference == used_reference:
+                # Every stage is deterministic: the same query and usefulness reference would bring
+                # back the same evidence and answer (a log-likelihood answer adds nothing to the query).
+                res.rounds[-1].stop = True
+                res.rounds[-1].stop_reason = ("the next round would repeat this one: the answer gave no "
+                                              "rationale to widen the query, so the same evidence would return")
+                break
+            used_reference = reference
             rec = RoundRecord(round=t, query=rq)
             notes: list[str] = []
             with stage("retrieve"):
@@ -590,11 +601,16 @@ class Pipeline:
                                else "same evidence as the previous round and a consistent answer")
 
     def _draft(self, question: str, options: dict[str, str], res: AskResult) -> Optional[str]:
-        """The generator's own answer without evidence: the usefulness reference (never a gold label)."""
+        """The generator's own answer without evidence: the usefulness reference (never a gold label).
+        In log-likelihood mode that answer is the letter it scores highest with no evidence (one
+        prefill, the same call as direct answering), not a generated draft."""
         from medr2.apply.answer import answer_schema
         from medr2.apply.prompts import draft_messages
 
         try:
+            if self._use_loglik(options):
+                a = self._loglik().answer(question, options, []).answer
+                return f"{a}. {options[a]}"
             out = structured(self.engine.generator, draft_messages(question, options),
                              answer_schema(0, options, cot=False, with_evidence=False), max_tokens=120)
         except LLMError as err:
