@@ -27,6 +27,13 @@ def test_pure_metrics():
     assert conflicts("SGLT2 inhibitors should not be used in CKD.", [REQ])
     assert not conflicts("Offer an SGLT2 inhibitor.", [REQ])
     assert not conflicts("The evidence is unclear.", [REQ])
+    # Quoting a required recommendation is no conflict with its required exception of opposite
+    # polarity; an unrelated negative sentence is none either.
+    rule = "Routine universal screening should not be performed for pregnant women at low risk."
+    exception = "Women who are HIV-positive should be offered screening because of the risk of reactivation."
+    assert not conflicts(f"- {rule} [1]", [rule, exception])
+    assert not conflicts("Do not drive after the procedure. Offer an SGLT2 inhibitor [1].", [REQ])
+    assert conflicts("Screening should not be offered to women who are HIV-positive.", [rule, exception])
     sents = claim_sentences("B", "SGLT2 inhibitors slow CKD [1]. Everyone should exercise daily.")
     assert [c for _, c in sents] == [[1], []]
     assert unsupported_claim_rate(sents, {1: "SGLT2 inhibitors slow the progression of CKD."}) == 0.5

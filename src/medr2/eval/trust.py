@@ -6,8 +6,9 @@ Per answer:
 
 * **required-knowledge omission**: share of the required recommendations that no cited passage
   holds (a passage holds one when it contains its text, whitespace-normalised);
-* **conflict**: the answer's polarity (recommend / recommend against) contradicts a required
-  recommendation's;
+* **conflict**: a sentence of the answer recommends against what a required recommendation
+  recommends, or the reverse, about the same thing (half the content words of the shorter in
+  common); quotes of required knowledge are not conflicts;
 * **unsupported-claim rate**: share of the answer's sentences (answer and rationale) that cite
   nothing, or cite only passages sharing under ``min_overlap`` of the sentence's content words;
 * **invalid-citation rate**: share of citations to passages that were not in the context;
@@ -101,12 +102,29 @@ def grounded_precision(cited_texts: Sequence[str], required: Sequence[str]) -> O
     return sum(any(holds(p, r) for r in required) for p in cited_texts) / len(cited_texts)
 
 
-def conflicts(answer: str, required: Sequence[str]) -> bool:
-    """The answer recommends against what a required recommendation recommends, or the reverse."""
-    a = polarity_of(answer)
-    if a == 0:
-        return False
-    return any(polarity_of(r) == -a for r in required)
+def _stems(text: str) -> set[str]:
+    return {w[:-1] if len(w) > 4 and w.endswith("s") and not w.endswith("ss") else w
+            for w in content_words(_CITE.sub(" ", text))}
+
+
+def conflicts(answer: str, required: Sequence[str], min_overlap: float = 0.5) -> bool:
+    """A sentence of the answer recommends against what a required recommendation recommends (or
+    the reverse) about the same thing: their content words overlap by at least ``min_overlap``
+    of the shorter one's. A sentence quoting required knowledge is never a conflict (a question
+    often requires a recommendation and its exception, of opposite polarities)."""
+    reqs = [(r, polarity_of(r), _stems(r)) for r in required]
+    reqs = [x for x in reqs if x[1] != 0 and x[2]]
+    for sent in re.split(r"(?<=[.!?])\s+|\n+", answer.strip()):
+        sent = _CITE.sub(" ", sent).strip(" -*\t")
+        if not sent or any(holds(sent, r) or holds(r, sent) for r in required):
+            continue
+        pol, words = polarity_of(sent), _stems(sent)
+        if pol == 0 or not words:
+            continue
+        for _, rp, rw in reqs:
+            if rp == -pol and len(words & rw) / min(len(words), len(rw)) >= min_overlap:
+                return True
+    return False
 
 
 def mean(xs: Iterable[Optional[float]]) -> Optional[float]:

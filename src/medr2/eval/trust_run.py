@@ -93,6 +93,7 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
                 res = json.loads(Pipeline(engine, MODES[mode]).run(q["question"]).model_dump_json())
             required = [r["text"] for r in q["required"]]
             row = {"id": q["id"], "mode": mode, "question": q["question"], "answer": res.get("answer"),
+                   "rationale": res.get("rationale"),
                    "citations": res.get("citations"), "metrics": score_answer(res, required),
                    "seconds": round(time.perf_counter() - t, 3), "method": res.get("method")}
             if ragas is not None:
