@@ -14,6 +14,8 @@ does not stop the others. Runs go to ``bench/out/eval/runs`` (not committed).
 The index is the retrieval benchmark's default index (`python bench/retrieval.py` builds it):
 NGC guideline summaries, OpenStax textbooks, MedQuAD answers, MedlinePlus topics and the 1,000
 PubMedQA abstracts, of which each PubMedQA question's own abstract is excluded from retrieval.
+MedQA-MCMLE (Chinese) retrieves from ``bench/out/eval/index-zh``, built once from the shared
+Chinese corpora (``zh_index``).
 """
 
 from __future__ import annotations
@@ -59,9 +61,62 @@ def ensure_index(index: Path) -> None:
     shutil.copytree(src, index)
 
 
+ZH = SHARED / "corpora" / "chinese"
+MIXED = SHARED / "corpora" / "mixed_samples"
+# Apollo's Chinese samples by the source type medr2 appraises them as (Medical_Exam is left out:
+# exam items could hold MCMLE's own questions).
+ZH_MIXED = {"Book": "book", "Guideline": "guideline", "Paper": "paper", "Wiki": "entry"}
+
+
+def zh_index() -> Path:
+    """The Chinese index MCMLE retrieves from (the English index holds no Chinese passage): Apollo's
+    Chinese book / guideline / paper / wiki answers, the liver-cancer literature dialogues and the
+    GB/T 16751 TCM clinical terms, from ../shared/data. A record sharing an MCMLE question's first
+    20 characters is dropped, so no question retrieves itself. Built once."""
+    index = OUT / "index-zh"
+    if (index / "zh-built").exists():
+        return index
+    stems = [json.loads(x)["question"].strip()[:20] for x in MCMLE.read_text(encoding="utf-8").splitlines() if x.strip()]
+    stems = [x for x in stems if len(x) >= 10]
+    src = OUT / "zh-corpus"
+    src.mkdir(parents=True, exist_ok=True)
+    dropped = 0
+    files: list[tuple[Path, str]] = []
+    for name, stype in ZH_MIXED.items():
+        rows = []
+        for i, (q, a) in enumerate(json.loads((MIXED / f"Medical_{name}_zh_sampled.json").read_text(encoding="utf-8"))):
+            text = f"问：{q.strip()}\n答：{a.strip()}"
+            if any(x in text for x in stems):
+                dropped += 1
+                continue
+            rows.append({"id": f"apollo-{name.lower()}-zh-{i}", "title": q.strip().splitlines()[0][:60], "text": text})
+        files.append((src / f"apollo_{name.lower()}_zh.jsonl", stype))
+        files[-1][0].write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    liver = []
+    for i, r in enumerate(json.loads((ZH / "data-literature_liver_cancer.json").read_text(encoding="utf-8"))):
+        talk = " ".join(r["instruction"].replace("<user>:", "问：").replace("<bot>:", "答：").split())
+        liver.append({"id": f"liver-cancer-{i}", "title": "肝癌文献问答", "text": f"{talk}\n答：{r['output'].strip()}"})
+    files.append((src / "liver_cancer_zh.jsonl", "paper"))
+    files[-1][0].write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in liver), encoding="utf-8")
+    # The terms standard is one 40,000-line document whose chapter headings the text loader does not
+    # see: split it into units rather than keep only Med-R2's first 10,000 tokens (an index keeps
+    # one segmentation setting, so every source is ingested with it).
+    split = src / "split.toml"
+    split.write_text('[segment]\nunit_overflow = "split"\n', encoding="utf-8")
+    files.append((ZH / "tcm_terminology_gbt16751", "book"))
+    t = time.time()
+    for f, stype in files:
+        subprocess.check_call(medr2("ingest", str(f), "--index", str(index), "--source-type", stype,
+                                    "--config", str(split)))
+    (index / "zh-built").write_text(f"Chinese corpus: {len(files)} sources, {dropped} records dropped as "
+                                    f"MCMLE overlap, built in {time.time() - t:.0f} s\n")
+    return index
+
+
 def run_pair(method: str, dataset: str, args) -> int:
     spec = f"{DATASETS[dataset]}:{args.n}"
-    cmd = medr2("eval", "run", "--dataset", spec, "--method", method, "--index", str(args.index),
+    index = zh_index() if dataset == "mcmle" and method not in ("direct", "direct_cot") else args.index
+    cmd = medr2("eval", "run", "--dataset", spec, "--method", method, "--index", str(index),
                 "--config", str(args.config), "--answer-mode", args.answer_mode, "--seed", str(args.seed),
                 "--out", str(args.runs))
     if dataset in ("mmlu", "medqa", "medmcqa", "pubmedqa", "bioasq"):
