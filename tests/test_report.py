@@ -33,14 +33,20 @@ def test_methods_table_bolds_the_best_per_dataset_and_average():
     both = methods_table([r for r in ROWS if r["method"] in ("direct", "medr2")], "q")
     assert next(x for x in both.splitlines() if x.startswith("| medr2")).endswith("| **56.50** |")  # (55 + 58) / 2
     assert "every method ran on" not in both
+    # A partial run (fewer questions) shows its N and is never bold, however high.
+    part = methods_table(ROWS + [{"dataset": "medqa", "method": "llm_amt", "model": "q", "n": 9, "accuracy": 88.9,
+                                  "std": 10.5}], "q")
+    amt = next(x for x in part.splitlines() if x.startswith("| llm_amt"))
+    assert "88.90 ± 10.50 (N = 9, partial)" in amt and "**" not in amt and amt.endswith("| 88.90 (partial) |")
+    assert next(x for x in part.splitlines() if x.startswith("| medr2")).endswith("| **55.00** |")
 
 
 def test_ablation_table_deltas_against_vanilla_rag():
     t = ablation_table(ROWS, "q")
-    assert "| +reranker | 50.00 | +5.00 |" in t and "| medr2 | 55.00 | +10.00 |" in t and "Avg over: medqa" in t
+    assert "| +reranker | 100 | 50.00 | +5.00 |" in t and "| medr2 | 100 | 55.00 | +10.00 |" in t and "Avg over: medqa" in t
     assert ablation_table([r for r in ROWS if r["method"] != "vanilla_rag"], "q") is None
     ll = [dict(r, method=r["method"] + "+loglik") for r in ROWS]
-    assert "| vanilla_rag+loglik | 45.00 | +0.00 |" in ablation_table(ll, "q")
+    assert "| vanilla_rag+loglik | 100 | 45.00 | +0.00 |" in ablation_table(ll, "q")
 
 
 def test_loglik_variants_follow_their_method_and_cost_is_tabled():

@@ -62,15 +62,21 @@ def averages(rows: list[dict], model: str, datasets: Optional[list[str]] = None)
 
 def methods_table(rows: list[dict], model: str) -> str:
     """Methods x datasets, best in bold. Avg is over the datasets every method was run on, so a
-    method run on fewer datasets is never averaged against a different set."""
+    method run on fewer datasets is never averaged against a different set. A run that answered
+    fewer questions than the dataset's largest run (a partial run) shows its N and is never
+    bold: its accuracy is over other questions."""
     mine = [r for r in rows if r["model"] == model]
     datasets = sorted({r["dataset"] for r in mine})
     methods = _order({r["method"] for r in mine})
     cell = {(r["method"], r["dataset"]): r for r in mine}
-    best = {d: max((cell[(m, d)]["accuracy"] for m in methods if (m, d) in cell), default=None) for d in datasets}
+    full = {d: max(cell[(m, d)]["n"] for m in methods if (m, d) in cell) for d in datasets}
+    complete = {k for k, r in cell.items() if r["n"] == full[r["dataset"]]}
+    best = {d: max((cell[(m, d)]["accuracy"] for m in methods if (m, d) in complete), default=None)
+            for d in datasets}
     common = common_datasets(rows, model, methods)
     avg = averages(rows, model, common) if common else {}
-    best_avg = max(avg.values()) if avg else None
+    whole = {m for m in avg if all((m, d) in complete for d in common)}
+    best_avg = max((avg[m] for m in whole), default=None)
     lines = ["| method | " + " | ".join(datasets) + " | Avg |", "|---|" + "---:|" * (len(datasets) + 1)]
     for m in methods:
         cells = []
@@ -80,10 +86,13 @@ def methods_table(rows: list[dict], model: str) -> str:
                 cells.append("–")
                 continue
             txt = f"{r['accuracy']:.2f} ± {r['std']:.2f}"
+            if (m, d) not in complete:
+                cells.append(f"{txt} (N = {r['n']}, partial)")
+                continue
             cells.append(f"**{txt}**" if r["accuracy"] == best[d] else txt)
         if m in avg:
-            a = f"{avg[m]:.2f}"
-            cells.append(f"**{a}**" if avg[m] == best_avg else a)
+            a = f"{avg[m]:.2f}" + ("" if m in whole else " (partial)")
+            cells.append(f"**{a}**" if m in whole and avg[m] == best_avg else a)
         else:
             cells.append("–")
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
@@ -139,7 +148,8 @@ def paired_table(marks: dict[tuple[str, str, str], dict[str, bool]], model: str)
 
 def ablation_table(rows: list[dict], model: str) -> Optional[str]:
     """Table 10 layout, one block per answer mode (generated, log-likelihood): each ablation's
-    average against vanilla RAG's over the datasets they all ran on."""
+    average against vanilla RAG's over the datasets they all ran on, with the questions (N)
+    each answered there (a partial run shows fewer)."""
     blocks = []
     for suffix in ("", LOGLIK):
         have = {r["method"] for r in rows if r["model"] == model}
@@ -151,13 +161,17 @@ def ablation_table(rows: list[dict], model: str) -> Optional[str]:
             continue
         avg = averages(rows, model, common)
         base = avg["vanilla_rag" + suffix]
-        lines = ["| reformulator | reranker | CoT | iterative | method | Avg | Δ vs vanilla RAG |",
-                 "|:-:|:-:|:-:|:-:|---|---:|---:|"]
+        n = {}
+        for r in rows:
+            if r["model"] == model and r["dataset"] in common:
+                n[r["method"]] = n.get(r["method"], 0) + r["n"]
+        lines = ["| reformulator | reranker | CoT | iterative | method | N | Avg | Δ vs vanilla RAG |",
+                 "|:-:|:-:|:-:|:-:|---|---:|---:|---:|"]
         for m in present:
             flags = ["✓" if m == "medr2" or f"+{x}" in m else "" for x in ("reformulator", "reranker", "cot")]
             a = avg[m + suffix]
-            lines.append(f"| {' | '.join(flags)} | {'✓' if m == 'medr2' else ''} | {m + suffix} | {a:.2f} | "
-                         f"{a - base:+.2f} |")
+            lines.append(f"| {' | '.join(flags)} | {'✓' if m == 'medr2' else ''} | {m + suffix} | {n[m + suffix]} | "
+                         f"{a:.2f} | {a - base:+.2f} |")
         blocks.append("\n".join(lines) + f"\n\nAvg over: {', '.join(common)}")
     return "\n\n".join(blocks) or None
 
