@@ -245,3 +245,18 @@ def test_broken_records_become_problems_not_crashes(tmp_path):
     p.write_text('{"qid": "1", "qtype": "x", "question": "q?", "answer": "a"}\n["not", "a", "record"]\n')
     items = list(get_loader("medquad").load(p, Config()))
     assert len(_docs(items)) == 1 and "MedQuAD" in _problems(items)[0].reason
+
+
+def test_source_type_flag_reaches_text_markdown_and_html(tmp_path):
+    cfg = Config()
+    cfg.ingest.source_type = "book"
+    txt = tmp_path / "terms.txt"
+    txt.write_text("Yin syndrome: a class of syndromes marked by inhibition.\n", encoding="utf-8")
+    assert load("text", txt, cfg)[0].source_type.value == "book"
+    assert load("text", txt)[0].source_type.value == "other"  # no flag: the default
+    md = tmp_path / "g.md"
+    md.write_text("---\nsource_type: guideline\n---\n# Title\n\nOffer metformin.\n", encoding="utf-8")
+    assert load("markdown", md, cfg)[0].source_type.value == "guideline"  # front matter wins
+    html = tmp_path / "p.html"
+    html.write_text("<html><body><h1>T</h1><p>Some text here.</p></body></html>", encoding="utf-8")
+    assert load("html", html, cfg)[0].source_type.value == "book"

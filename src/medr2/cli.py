@@ -79,7 +79,8 @@ config_opt = click.option("--config", "config_path", type=click.Path(dir_okay=Fa
 @click.option("--map", "mapping", multiple=True, metavar="FIELD=SOURCE",
               help="JSON/JSONL/CSV field mapping, e.g. --map text=abstract --map id=pmid.")
 @click.option("--source-type", type=click.Choice(["paper", "entry", "book", "guideline", "other"]),
-              help="Source type for records of generic formats that do not name one.")
+              help="Source type for documents that do not name one: JSON/JSONL/CSV records without the "
+                   "field, Markdown/text without front matter, HTML, PDF.")
 @click.option("--force", is_flag=True, help="Re-read files even when unchanged.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")

@@ -119,11 +119,14 @@ def markdown_blocks(body: str) -> list[Block]:
     return blocks
 
 
-def _finish(path: Path, text: str, fields: dict[str, Any], blocks: list[Block], prefix: str, title: str) -> Document:
+def _finish(path: Path, text: str, fields: dict[str, Any], blocks: list[Block], prefix: str, title: str,
+            config: Config) -> Document:
     sections = build_tree(blocks)
     if not sections:
         raise LoadError("no text found")
     kw = apply_front_matter(fields, file_doc_id(prefix, path, text), title, path)
+    if "source_type" not in kw and config.ingest.source_type:  # ingest --source-type; front matter wins
+        kw["source_type"] = SourceType(config.ingest.source_type)
     doc = Document(sections=sections, **kw)
     if "language" not in fields:
         doc.meta.language = detect_language(doc.full_text())
@@ -139,7 +142,7 @@ def load_markdown(path: Path, config: Config) -> Iterator[LoadItem]:
     fields, body = split_front_matter(text, path)
     blocks = markdown_blocks(body)
     first_h1 = next((b.heading for b in blocks if b.level == 1), "")
-    yield _finish(path, text, fields, blocks, "md", fields.get("title") or first_h1 or path.stem)
+    yield _finish(path, text, fields, blocks, "md", fields.get("title") or first_h1 or path.stem, config)
 
 
 @register("text", (".txt", ".text"))
@@ -147,7 +150,7 @@ def load_text(path: Path, config: Config) -> Iterator[LoadItem]:
     """Plain text: one section; optional YAML front matter sets metadata."""
     text = read_text_file(path, config)
     fields, body = split_front_matter(text, path)
-    yield _finish(path, text, fields, [Block(0, "", body)], "txt", fields.get("title") or path.stem)
+    yield _finish(path, text, fields, [Block(0, "", body)], "txt", fields.get("title") or path.stem, config)
 
 
 class _HTMLText(HTMLParser):
@@ -223,7 +226,7 @@ def load_html(path: Path, config: Config) -> Iterator[LoadItem]:
     parser.close()
     first_h1 = next((b.heading for b in parser.blocks if b.level == 1), "")
     title = " ".join(parser.title.split()) or first_h1 or path.stem
-    yield _finish(path, text, {}, parser.blocks, "html", title)
+    yield _finish(path, text, {}, parser.blocks, "html", title, config)
 
 
 @register("pdf", (".pdf",))
@@ -275,4 +278,4 @@ def load_pdf(path: Path, config: Config) -> Iterator[LoadItem]:
     else:
         blocks.append(Block(0, "", "\n".join(pages)))
     full = "\n".join(pages)
-    yield _finish(path, full, {}, blocks, "pdf", info_title.strip() or path.stem)
+    yield _finish(path, full, {}, blocks, "pdf", info_title.strip() or path.stem, config)
