@@ -57,6 +57,8 @@ def test_loglik_variants_follow_their_method_and_cost_is_tabled():
     t = cost_table([dict(r, seconds=2.5) for r in ROWS], "q")
     assert "| direct | 2.5 | 2.5 |" in t and "| vanilla_rag | 2.5 | – |" in t
     assert cost_table(ROWS, "q") is None
+    paused = cost_table([dict(r, seconds=900.0, median_seconds=3.0) for r in ROWS], "q")  # mean moved by a pause
+    assert "| direct | 3.0 | 3.0 |" in paused
 
 
 def test_trust_table_and_grid():

@@ -104,12 +104,15 @@ def methods_table(rows: list[dict], model: str) -> str:
 
 
 def cost_table(rows: list[dict], model: str) -> Optional[str]:
-    """Seconds per question (mean) per method and dataset, from the runs' records."""
+    """Seconds per question per method and dataset, from the runs' records: the median, which a
+    question that waited while its run was paused or shared the cores does not move (the mean
+    when a row has no median)."""
     mine = [r for r in rows if r["model"] == model and r.get("seconds") is not None]
     if not mine:
         return None
     datasets = sorted({r["dataset"] for r in mine})
-    cell = {(r["method"], r["dataset"]): r["seconds"] for r in mine}
+    cell = {(r["method"], r["dataset"]): r["median_seconds"] if r.get("median_seconds") is not None else r["seconds"]
+            for r in mine}
     lines = ["| method | " + " | ".join(datasets) + " |", "|---|" + "---:|" * len(datasets)]
     for m in _order({r["method"] for r in mine}):
         lines.append(f"| {m} | " + " | ".join("–" if (m, d) not in cell else f"{cell[(m, d)]:.1f}" for d in datasets)
@@ -295,7 +298,7 @@ def write_report(run_dirs: list[Path], out: Path, trust_dirs: list[Path] = ()) -
             parts += ["", "### Paired against direct answering (same questions)", "", paired]
         cost = cost_table(rows, model)
         if cost:
-            parts += ["", "### Seconds per question", "", cost]
+            parts += ["", "### Seconds per question (median)", "", cost]
         png = out / f"bars-{_slug(model)}.png"
         plot_bars(rows, model, png)
         parts += ["", f"![accuracy by method]({png.name})"]

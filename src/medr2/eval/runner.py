@@ -184,7 +184,10 @@ def question_marks(records: dict[tuple[str, str, str], dict[str, dict]]
 def score_run(root: Path, records: Optional[dict] = None) -> list[dict]:
     """Accuracy per dataset / method / model from medr2 run files: the recorded option letter
     against the gold one (an answer that is no option letter is wrong, where MIRAGE's own rules
-    would default to "A"), and the mean seconds per question."""
+    would default to "A"), and the mean and median seconds per question (the median is not moved
+    by a question that waited while the run was paused or shared the machine)."""
+    import statistics
+
     from medr2.eval.scoring import accuracy
 
     rows = []
@@ -193,5 +196,6 @@ def score_run(root: Path, records: Optional[dict] = None) -> list[dict]:
         secs = [float(r["seconds"]) for r in recs.values() if isinstance(r.get("seconds"), (int, float))]
         acc, std = accuracy(marks)
         rows.append({"dataset": d, "method": m, "model": model, "n": len(marks), "accuracy": round(acc * 100, 2),
-                     "std": round(std * 100, 2), "seconds": round(sum(secs) / len(secs), 2) if secs else None})
+                     "std": round(std * 100, 2), "seconds": round(sum(secs) / len(secs), 2) if secs else None,
+                     "median_seconds": round(statistics.median(secs), 2) if secs else None})
     return rows
