@@ -610,13 +610,13 @@ class Pipeline:
         try:
             if self._use_loglik(options):
                 a = self._loglik().answer(question, options, []).answer
-                return f"{a}. {options[a]}"
-            out = structured(self.engine.generator, draft_messages(question, options),
-                             answer_schema(0, options, cot=False, with_evidence=False), max_tokens=120)
+            else:
+                a = str(structured(self.engine.generator, draft_messages(question, options),
+                                   answer_schema(0, options, cot=False, with_evidence=False),
+                                   max_tokens=120)["answer"]).strip()
         except LLMError as err:
             res.notes.append(f"no draft answer for usefulness ({err}); f_u = 0")
             return None
-        a = str(out["answer"]).strip()
         return f"{a}. {options[a]}" if options and a in options else a
 
     def _budget(self) -> int:

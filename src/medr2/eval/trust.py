@@ -112,8 +112,8 @@ def conflicts(answer: str, required: Sequence[str], min_overlap: float = 0.5) ->
     the reverse) about the same thing: their content words overlap by at least ``min_overlap``
     of the shorter one's. A sentence quoting required knowledge is never a conflict (a question
     often requires a recommendation and its exception, of opposite polarities)."""
-    reqs = [(r, polarity_of(r), _stems(r)) for r in required]
-    reqs = [x for x in reqs if x[1] != 0 and x[2]]
+    reqs = [(polarity_of(r), _stems(r)) for r in required]
+    reqs = [(rp, rw) for rp, rw in reqs if rp != 0 and rw]
     for sent in re.split(r"(?<=[.!?])\s+|\n+", answer.strip()):
         sent = _CITE.sub(" ", sent).strip(" -*\t")
         if not sent or any(holds(sent, r) or holds(r, sent) for r in required):
@@ -121,7 +121,7 @@ def conflicts(answer: str, required: Sequence[str], min_overlap: float = 0.5) ->
         pol, words = polarity_of(sent), _stems(sent)
         if pol == 0 or not words:
             continue
-        for _, rp, rw in reqs:
+        for rp, rw in reqs:
             if rp == -pol and len(words & rw) / min(len(words), len(rw)) >= min_overlap:
                 return True
     return False
