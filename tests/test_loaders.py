@@ -260,3 +260,68 @@ def test_source_type_flag_reaches_text_markdown_and_html(tmp_path):
     html = tmp_path / "p.html"
     html.write_text("<html><body><h1>T</h1><p>Some text here.</p></body></html>", encoding="utf-8")
     assert load("html", html, cfg)[0].source_type.value == "book"
+
+
+# --- numbered headings in plain text (ingest/outline.py) ---------------------------------------
+
+from medr2.ingest.outline import outline_blocks  # noqa: E402
+
+
+def _heads(text):
+    return [(b.level, b.heading) for b in outline_blocks(text) if b.heading]
+
+
+def test_outline_decimal_numbers_number_only_entries_and_toc():
+    text = ("Contents\n1 Scope\t1\n2 Therapy\t3\n"  # a table of contents: tab + page number
+            "1 Scope\nAdults with type 2 diabetes.\n"
+            "2 Therapy\nDrug choices.\n2.1\n    Metformin  first line\nStart at 500 mg.\n"
+            "2.2 Insulin\nWhen HbA1c stays high.\n2.2.1 Basal insulin\nBedtime dose.\n3 Monitoring\nEvery 3 months.\n")
+    assert _heads(text) == [(1, "1 Scope"), (1, "2 Therapy"), (2, "2.1 Metformin  first line"),
+                            (2, "2.2 Insulin"), (3, "2.2.1 Basal insulin"), (1, "3 Monitoring")]
+    blocks = outline_blocks(text)
+    assert blocks[0].level == 0 and "Contents" in blocks[0].text  # the toc stays text before the first heading
+    assert next(b for b in blocks if b.heading.startswith("2.1")).text.strip() == "Start at 500 mg."
+
+
+def test_outline_leaves_lists_doses_and_sentences_alone():
+    assert _heads("Steps:\n1. Take aspirin daily.\n2. Check the blood pressure.\n3. Review in a week.\n") == []
+    assert _heads("Dosing\n10 mg daily\n20 mg at night\nNo more.\n") == []
+    # a number out of sequence is body text, not a heading
+    assert _heads("1 Scope\nText.\n2 Therapy\nText.\n7 people were treated\nMore text.\n") == \
+        [(1, "1 Scope"), (1, "2 Therapy")]
+    # one heading is not an outline: the text stays one section
+    blocks = outline_blocks("1 Scope\nJust this.\n")
+    assert [(b.level, b.heading) for b in blocks] == [(0, "")]
+
+
+def test_outline_chinese_parts_chapters_and_restarted_numbering():
+    text = ("中医临床诊疗术语 第2部分：证候\n1\u3000范围\n本文件收录证候术语。\n2\u3000八纲证候类术语\n泛指八纲。\n"
+            "2.1\n    阴证  yin syndrome\n与阳证相对。\n"
+            "中医临床诊疗术语 第3部分：治法\n1\u3000范围\n本文件收录治法术语。\n2\u3000治则类术语\n泛指治则。\n"
+            "本文件为《中医临床诊疗术语》的第2部分。\n")
+    assert _heads(text) == [(1, "中医临床诊疗术语 第2部分：证候"), (2, "1 范围"), (2, "2 八纲证候类术语"),
+                            (3, "2.1 阴证  yin syndrome"), (1, "中医临床诊疗术语 第3部分：治法"), (2, "1 范围"),
+                            (2, "2 治则类术语")]
+    assert _heads("第一章 总论\n概述。\n第一节 病因\n外感。\n第二节 病机\n内伤。\n第二章 各论\n分述。\n") == \
+        [(1, "第一章 总论"), (2, "第一节 病因"), (2, "第二节 病机"), (1, "第二章 各论")]
+
+
+def test_text_loader_builds_the_tree_from_numbered_headings(tmp_path):
+    p = tmp_path / "std.txt"
+    p.write_text("Diabetes standard\n1 Scope\nAdults.\n2 Therapy\nDrugs.\n2.1 Metformin\nFirst line.\n", encoding="utf-8")
+    (doc,) = load("text", p)
+    assert [h for h, _ in doc.walk()] == [(), ("1 Scope",), ("2 Therapy",), ("2 Therapy", "2.1 Metformin")]
+    assert "Diabetes standard" in doc.full_text()  # the text before the first heading is kept
+    cfg = Config()
+    cfg.ingest.numbered_headings = False
+    (flat,) = load("text", p, cfg)
+    assert [h for h, _ in flat.walk()] == [()]
+
+
+def test_gbt16751_terms_standard_gets_its_outline():
+    path = shared("corpora/chinese/tcm_terminology_gbt16751/GBT16751-2021_TCM_clinical_terms_parts1-3.txt")
+    (doc,) = load("text", path)
+    heads = [h for h, _ in doc.walk()]
+    assert len(heads) > 3900  # every numbered term entry of the three parts
+    assert any(h[-1].startswith("2.1 阴证") and h[-2].startswith("2 八纲证候类术语") for h in heads if len(h) >= 2)
+    assert sum(1 for h in heads if len(h) == 1 and "部分" in h[0]) >= 3

@@ -128,6 +128,9 @@ class IngestConfig(_Cfg):
     json_fields: dict[str, str] = Field(default_factory=dict)
     # Source type given to records of generic formats that do not name one.
     source_type: Optional[Literal["paper", "entry", "book", "guideline", "other"]] = None
+    # Plain text and PDFs without bookmarks: read numbered headings ("2 Therapy", "2.1",
+    # "第三章") as the heading tree (ingest/outline.py); false keeps one section per file.
+    numbered_headings: bool = True
 
 
 class QueryConfig(_Cfg):

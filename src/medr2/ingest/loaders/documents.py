@@ -30,6 +30,7 @@ from medr2.ingest.loaders.base import (
     read_text_file,
     register,
 )
+from medr2.ingest.outline import outline_blocks
 from medr2.ingest.tree import Block, build_tree
 from medr2.schema import Document, DocumentMeta, SourceType
 
@@ -147,10 +148,12 @@ def load_markdown(path: Path, config: Config) -> Iterator[LoadItem]:
 
 @register("text", (".txt", ".text"))
 def load_text(path: Path, config: Config) -> Iterator[LoadItem]:
-    """Plain text: one section; optional YAML front matter sets metadata."""
+    """Plain text: numbered headings ("2 Therapy", "2.1", "第三章") become the heading tree
+    (``ingest.numbered_headings``), else one section; optional YAML front matter sets metadata."""
     text = read_text_file(path, config)
     fields, body = split_front_matter(text, path)
-    yield _finish(path, text, fields, [Block(0, "", body)], "txt", fields.get("title") or path.stem, config)
+    blocks = outline_blocks(body) if config.ingest.numbered_headings else [Block(0, "", body)]
+    yield _finish(path, text, fields, blocks, "txt", fields.get("title") or path.stem, config)
 
 
 class _HTMLText(HTMLParser):
@@ -231,7 +234,8 @@ def load_html(path: Path, config: Config) -> Iterator[LoadItem]:
 
 @register("pdf", (".pdf",))
 def load_pdf(path: Path, config: Config) -> Iterator[LoadItem]:
-    """PDF text layer (pypdf); top-level bookmarks, when present, become chapters."""
+    """PDF text layer (pypdf); top-level bookmarks, when present, become chapters, else numbered
+    headings do (``ingest.numbered_headings``)."""
     import logging
 
     from pypdf import PdfReader
@@ -275,6 +279,8 @@ def load_pdf(path: Path, config: Config) -> Iterator[LoadItem]:
             blocks.append(Block(0, "", "\n".join(pages[: starts[0]])))
         for (page, title), end in zip(chapters, starts[1:]):
             blocks.append(Block(1, title, "\n".join(pages[page:max(end, page + 1)] if end > page else [])))
+    elif config.ingest.numbered_headings:
+        blocks = outline_blocks("\n".join(pages))
     else:
         blocks.append(Block(0, "", "\n".join(pages)))
     full = "\n".join(pages)
