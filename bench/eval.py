@@ -74,8 +74,10 @@ def zh_index() -> Path:
     GB/T 16751 TCM clinical terms, from ../shared/data. A record sharing an MCMLE question's first
     20 characters is dropped, so no question retrieves itself. Built once."""
     index = OUT / "index-zh"
-    if (index / "zh-built").exists():
+    if (index / "zh-built-e5").exists():
         return index
+    if index.exists():  # an older build (English MiniLM vectors, the terms standard without its outline)
+        shutil.rmtree(index)
     stems = [json.loads(x)["question"].strip()[:20] for x in MCMLE.read_text(encoding="utf-8").splitlines() if x.strip()]
     stems = [x for x in stems if len(x) >= 10]
     src = OUT / "zh-corpus"
@@ -98,17 +100,19 @@ def zh_index() -> Path:
         liver.append({"id": f"liver-cancer-{i}", "title": "肝癌文献问答", "text": f"{talk}\n答：{r['output'].strip()}"})
     files.append((src / "liver_cancer_zh.jsonl", "paper"))
     files[-1][0].write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in liver), encoding="utf-8")
-    # The terms standard is one 40,000-line document whose chapter headings the text loader does not
-    # see: split it into units rather than keep only Med-R2's first 10,000 tokens (an index keeps
-    # one segmentation setting, so every source is ingested with it).
+    # Dense vectors from the bundled multilingual-e5-small (MiniLM is English-only). The terms
+    # standard is one 40,000-line document: its numbered outline (parts, chapters, 3,990 term
+    # entries) gives the units; any unit still over Med-R2's 10,000 tokens is split rather than
+    # truncated (an index keeps one segmentation setting, so every source is ingested with it).
     split = src / "split.toml"
-    split.write_text('[segment]\nunit_overflow = "split"\n', encoding="utf-8")
+    split.write_text('[segment]\nunit_overflow = "split"\n\n[dense]\nmodel = "bundled:multilingual-e5-small"\n',
+                     encoding="utf-8")
     files.append((ZH / "tcm_terminology_gbt16751", "book"))
     t = time.time()
     for f, stype in files:
         subprocess.check_call(medr2("ingest", str(f), "--index", str(index), "--source-type", stype,
                                     "--config", str(split)))
-    (index / "zh-built").write_text(f"Chinese corpus: {len(files)} sources, {dropped} records dropped as "
+    (index / "zh-built-e5").write_text(f"Chinese corpus: {len(files)} sources, {dropped} records dropped as "
                                     f"MCMLE overlap, built in {time.time() - t:.0f} s\n")
     return index
 
