@@ -286,6 +286,10 @@ def test_outline_decimal_numbers_number_only_entries_and_toc():
 def test_outline_leaves_lists_doses_and_sentences_alone():
     assert _heads("Steps:\n1. Take aspirin daily.\n2. Check the blood pressure.\n3. Review in a week.\n") == []
     assert _heads("Dosing\n10 mg daily\n20 mg at night\nNo more.\n") == []
+    # numbered paragraphs that wrap (a licence's clauses) are not an outline
+    assert _heads("   1. Definitions.\n   text\n   2. Grant of Copyright License. Subject to the terms\n   more\n"
+                  "   3. Grant of Patent License. Subject to the terms and conditions of\n   more\n") == []
+    assert _heads("1 Scope\nText.\n2 St. John's wort\nText.\n") == [(1, "1 Scope"), (1, "2 St. John's wort")]
     # a number out of sequence is body text, not a heading
     assert _heads("1 Scope\nText.\n2 Therapy\nText.\n7 people were treated\nMore text.\n") == \
         [(1, "1 Scope"), (1, "2 Therapy")]

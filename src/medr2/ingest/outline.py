@@ -10,7 +10,8 @@ A line counts as a heading only when it can be read as one in sequence:
 * its number follows the last heading's (a first child ``2.1`` under ``2``, a next sibling
   ``2.2``, or the next number of an ancestor ``3``), or restarts at ``1`` in the same style
   (concatenated documents restart their numbering);
-* it is short and does not end like a sentence (``.`` ``;`` ``:`` ``。`` ``；`` ...);
+* it is short, does not end like a sentence (``.`` ``;`` ``:`` ``。`` ``；`` ...) and holds no
+  sentence end inside (a numbered paragraph that wraps: ``2. Grant of License. Subject to``);
 * it is not a table-of-contents line (a tab or dot leaders before a page number);
 * something follows it before the next heading at its level: body text or a child.
 
@@ -41,6 +42,8 @@ _NAMED = re.compile(r"^[ \t\u3000]*(?P<pre>.{0,30}?)(?:第(?P<cn>[\d" + _CN_DIGI
                     r"|(?P<en>Part|PART|Chapter|CHAPTER)\s+(?P<n>\d{1,3}|[IVXLC]{1,6})\b)(?P<title>.*?)\s*$")
 _TOC = re.compile(r"(\t\s*\d{1,4}|\.{3,}\s*\d{1,4}|…+\s*\d{1,4})\s*$")
 _SENTENCE_END = tuple(".;:,!?。；：，！？、")
+# a sentence ends inside the line: a run-in heading or a numbered paragraph ("2. Grant. Subject to")
+_INNER_SENTENCE = re.compile(r"(?<!\b[A-Z][a-z])(?<!\b[A-Za-z])[.!?]\s+[A-Z]|[。！？].")
 # "10 mg daily" is a dose, not chapter 10
 _UNITS = {"mg", "g", "kg", "mcg", "µg", "ml", "l", "mmol", "mol", "cm", "mm", "m", "iu", "u", "units", "%", "years",
           "year", "days", "day", "hours", "hour", "h", "weeks", "week", "months", "month", "patients", "times", "x"}
@@ -61,6 +64,7 @@ def _title_ok(title: str, max_chars: int) -> bool:
     title = title.strip()
     first = title.split()[0].lower() if title else ""
     return (0 < len(title) <= max_chars and not title.endswith(_SENTENCE_END) and first not in _UNITS
+            and not _INNER_SENTENCE.search(title)
             and not _TOC.search(title) and any(ch.isalpha() for ch in title))
 
 
