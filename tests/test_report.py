@@ -43,10 +43,21 @@ def test_methods_table_bolds_the_best_per_dataset_and_average():
 
 def test_ablation_table_deltas_against_vanilla_rag():
     t = ablation_table(ROWS, "q")
-    assert "| +reranker | 100 | 50.00 | +5.00 |" in t and "| medr2 | 100 | 55.00 | +10.00 |" in t and "Avg over: medqa" in t
+    assert "| +reranker | 100 | 50.00 | 100 | +5.00 |" in t and "| medr2 | 100 | 55.00 | 100 | +10.00 |" in t
+    assert "Avg over: medqa" in t
     assert ablation_table([r for r in ROWS if r["method"] != "vanilla_rag"], "q") is None
     ll = [dict(r, method=r["method"] + "+loglik") for r in ROWS]
-    assert "| vanilla_rag+loglik | 100 | 45.00 | +0.00 |" in ablation_table(ll, "q")
+    assert "| vanilla_rag+loglik | 100 | 45.00 | 100 | +0.00 |" in ablation_table(ll, "q")
+    # A partial run: its average is over other questions than vanilla RAG's, so without marks
+    # there is no Δ, and with marks Δ is over the questions both answered.
+    part = [dict(r, n=4, accuracy=75.0) if r["method"] == "medr2" and r["dataset"] == "medqa" else r for r in ROWS]
+    assert "| medr2 | 4 | 75.00 | – | – |" in ablation_table(part, "q")
+    marks = {("medqa", "vanilla_rag", "q"): {"a": True, "b": True, "c": True, "d": False, "e": True},
+             ("medqa", "medr2", "q"): {"a": True, "b": True, "c": False, "d": True},
+             ("medqa", "+reranker", "q"): {"a": True, "b": False, "c": False, "d": False, "e": True}}
+    t = ablation_table(part, "q", marks)
+    assert "| medr2 | 4 | 75.00 | 4 | +0.00 |" in t  # 3 of 4 right, as vanilla RAG on those 4
+    assert "| +reranker | 100 | 50.00 | 5 | -40.00 |" in t and "Δ is paired" in t
 
 
 def test_loglik_variants_follow_their_method_and_cost_is_tabled():

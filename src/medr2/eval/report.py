@@ -149,10 +149,14 @@ def paired_table(marks: dict[tuple[str, str, str], dict[str, bool]], model: str)
     return "\n".join(head + lines)
 
 
-def ablation_table(rows: list[dict], model: str) -> Optional[str]:
+def ablation_table(rows: list[dict], model: str,
+                   marks: Optional[dict[tuple[str, str, str], dict[str, bool]]] = None) -> Optional[str]:
     """Table 10 layout, one block per answer mode (generated, log-likelihood): each ablation's
-    average against vanilla RAG's over the datasets they all ran on, with the questions (N)
-    each answered there (a partial run shows fewer)."""
+    average over the datasets they all ran on, with the questions (N) each answered there, and
+    its difference from vanilla RAG. With per-question ``marks`` the difference is paired: on
+    each dataset over the questions both answered, then averaged; so a partial run is compared
+    on its own questions. Without marks it is the difference of averages, given only when both
+    answered as many questions."""
     blocks = []
     for suffix in ("", LOGLIK):
         have = {r["method"] for r in rows if r["model"] == model}
@@ -163,20 +167,39 @@ def ablation_table(rows: list[dict], model: str) -> Optional[str]:
         if not common:
             continue
         avg = averages(rows, model, common)
-        base = avg["vanilla_rag" + suffix]
-        n = {}
+        base = "vanilla_rag" + suffix
+        n: dict[str, int] = {}
         for r in rows:
             if r["model"] == model and r["dataset"] in common:
                 n[r["method"]] = n.get(r["method"], 0) + r["n"]
-        lines = ["| reformulator | reranker | CoT | iterative | method | N | Avg | Δ vs vanilla RAG |",
-                 "|:-:|:-:|:-:|:-:|---|---:|---:|---:|"]
+        lines = ["| reformulator | reranker | CoT | iterative | method | N | Avg | paired N | Δ vs vanilla RAG |",
+                 "|:-:|:-:|:-:|:-:|---|---:|---:|---:|---:|"]
         for m in present:
             flags = ["✓" if m == "medr2" or f"+{x}" in m else "" for x in ("reformulator", "reranker", "cot")]
-            a = avg[m + suffix]
-            lines.append(f"| {' | '.join(flags)} | {'✓' if m == 'medr2' else ''} | {m + suffix} | {n[m + suffix]} | "
-                         f"{a:.2f} | {a - base:+.2f} |")
-        blocks.append("\n".join(lines) + f"\n\nAvg over: {', '.join(common)}")
+            meth = m + suffix
+            delta, paired = _paired_delta(marks, model, meth, base, common) if marks is not None else (
+                (avg[meth] - avg[base], n[meth]) if n[meth] == n[base] else (None, 0))
+            d = "–" if delta is None else f"{delta:+.2f}"
+            lines.append(f"| {' | '.join(flags)} | {'✓' if m == 'medr2' else ''} | {meth} | {n[meth]} | "
+                         f"{avg[meth]:.2f} | {paired or '–'} | {d} |")
+        blocks.append("\n".join(lines) + f"\n\nAvg over: {', '.join(common)}" + (
+            "; Δ is paired: on each dataset over the questions both answered, then averaged." if marks is not None
+            else "; Δ only where both answered as many questions."))
     return "\n\n".join(blocks) or None
+
+
+def _paired_delta(marks: dict[tuple[str, str, str], dict[str, bool]], model: str, method: str, base: str,
+                  datasets: list[str]) -> tuple[Optional[float], int]:
+    """Mean over ``datasets`` of (accuracy of ``method`` - accuracy of ``base``) in points, each
+    over the questions both answered; and how many questions that was in all."""
+    deltas, total = [], 0
+    for d in datasets:
+        got, ref = marks.get((d, method, model), {}), marks.get((d, base, model), {})
+        ids = set(got) & set(ref)
+        if ids:
+            deltas.append(100 * (sum(got[i] for i in ids) - sum(ref[i] for i in ids)) / len(ids))
+            total += len(ids)
+    return (sum(deltas) / len(deltas) if deltas else None), total
 
 
 def trust_table(summaries: dict[str, dict]) -> str:
@@ -290,7 +313,7 @@ def write_report(run_dirs: list[Path], out: Path, trust_dirs: list[Path] = ()) -
                  "sqrt(p(1-p)/N).")
     for model in sorted({r["model"] for r in rows}):
         parts += ["", f"## {model}", "", methods_table(rows, model)]
-        abl = ablation_table(rows, model)
+        abl = ablation_table(rows, model, meta["marks"])
         if abl:
             parts += ["", "### Ablations (Table 10 layout)", "", abl]
         paired = paired_table(meta["marks"], model)
