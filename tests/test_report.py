@@ -76,8 +76,14 @@ def test_trust_table_and_grid():
     t = trust_table({"full": {"n": 10, "omission": 0.1, "conflict_rate": 0.0, "unsupported": 0.25,
                               "invalid_citation": None, "grounded_precision": 0.8, "insufficient_rate": 0.1}})
     assert "| full | 10 | 10.0% | 0.0% | 25.0% | – | 80.0% | 10.0% |" in t
-    grid = improvement_grid(ROWS, {("medr2", "q"): 4096, ("direct", "q"): None})
-    assert grid == {("q", 4096): 56.5 - 50.0}
+    rows = [dict(r, context_tokens=4096 if r["method"] == "medr2" else None) for r in ROWS]
+    assert improvement_grid(rows) == {("q", 4096): ((55 - 40) + (58 - 60)) / 2}  # per dataset, then averaged
+    # two windows of a loglik run, each against direct+loglik on its own datasets only
+    ll = [{"dataset": "medqa", "method": "direct+loglik", "model": "q", "accuracy": 40.0},
+          {"dataset": "pubmedqa", "method": "direct+loglik", "model": "q", "accuracy": 60.0},
+          {"dataset": "medqa", "method": "medr2+loglik@1024", "model": "q", "accuracy": 44.0, "context_tokens": 1024},
+          {"dataset": "medqa", "method": "medr2+loglik@4096", "model": "q", "accuracy": 50.0, "context_tokens": 4096}]
+    assert improvement_grid(ll) == {("q loglik", 1024): 4.0, ("q loglik", 4096): 10.0}
 
 
 def test_eval_report_end_to_end(tmp_path):
@@ -94,17 +100,21 @@ def test_eval_report_end_to_end(tmp_path):
         d = runs / "medqa" / method / model
         run(qs, fake_answer(every), d, {"method": method, "subset_seed": 7, "commit": "abc",
                                         "config": {"appraise": {"context_tokens": ctx}}}, progress=False)
+    runs2 = tmp_path / "runs2"  # the small model's medr2 again at another window, in its own run dir
+    run(qs, fake_answer(2), runs2 / "medqa" / "medr2" / "small", {"method": "medr2", "subset_seed": 7, "commit": "abc",
+        "config": {"appraise": {"context_tokens": 4096}}}, progress=False)
     trust = tmp_path / "trust"
     trust.mkdir()
     (trust / "summary.json").write_text(json.dumps({"passage": {"n": 2, "omission": 0.5, "conflict_rate": 0.0,
                                                                 "unsupported": 0.5, "invalid_citation": 0.0,
                                                                 "grounded_precision": 0.5, "insufficient_rate": 0.0}}))
     out = tmp_path / "report"
-    r = CliRunner().invoke(main, ["eval", "report", str(runs), "--trust", str(trust), "--out", str(out)])
+    r = CliRunner().invoke(main, ["eval", "report", str(runs), str(runs2), "--trust", str(trust), "--out", str(out)])
     assert r.exit_code == 0, r.output + str(r.exception)
     md = (out / "report.md").read_text()
     assert "## small" in md and "## big" in md and "**100.00 ± 0.00**" in md
     assert "Trust metrics" in md and "| passage | 2 |" in md
+    assert "| medr2@1200 | **100.00 ± 0.00** |" in md and "| medr2@4096 | 50.00 ± 15.81 |" in md
     for png in ("bars-small.png", "bars-big.png", "heatmap.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert CliRunner().invoke(main, ["eval", "report", "--out", str(out)]).exit_code == 2

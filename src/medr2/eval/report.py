@@ -34,8 +34,9 @@ METHOD_ORDER = ["direct", "direct_cot", "vanilla_rag", "llm_amt", *ABLATIONS[1:-
 def _order(methods) -> list[str]:
     """Methods in the papers' order; a method's log-likelihood variant (``NAME+loglik``) follows it."""
     def key(m: str):
-        base = m[: -len(LOGLIK)] if m.endswith(LOGLIK) else m
-        return (METHOD_ORDER.index(base) if base in METHOD_ORDER else 99, base, m.endswith(LOGLIK), m)
+        name = m.split("@")[0]  # METHOD@WINDOW: one method at several context windows
+        base = name[: -len(LOGLIK)] if name.endswith(LOGLIK) else name
+        return (METHOD_ORDER.index(base) if base in METHOD_ORDER else 99, base, name.endswith(LOGLIK), m)
 
     return sorted(methods, key=key)
 
@@ -215,43 +216,61 @@ def trust_table(summaries: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
-def improvement_grid(rows: list[dict], contexts: dict[tuple[str, str], Optional[int]], method: str = "medr2"
-                     ) -> dict[tuple[str, Optional[int]], float]:
-    """(model, context window) -> mean accuracy of ``method`` minus that of ``direct``."""
-    out = {}
-    models = {r["model"] for r in rows}
-    for model in models:
-        for ctx in {c for (m, mo), c in contexts.items() if mo == model and m == method}:
-            sel = lambda meth: [r["accuracy"] for r in rows if r["model"] == model and r["method"] == meth  # noqa: E731
-                                and (meth == "direct" or contexts.get((meth, model)) == ctx)]
-            a, d = sel(method), sel("direct")
-            if a and d:
-                out[(model, ctx)] = sum(a) / len(a) - sum(d) / len(d)
-    return out
+def improvement_grid(rows: list[dict], method: str = "medr2") -> dict[tuple[str, Optional[int]], float]:
+    """(model, context window) -> mean over datasets of ``method``'s accuracy minus direct
+    answering's on the same dataset, model and answer mode (a log-likelihood run is compared with
+    ``direct+loglik`` and its model is labelled "MODEL loglik"). Rows carry the context window of
+    their run as ``context_tokens``; a method run at several windows has one row per window
+    (``collect`` names them ``METHOD@WINDOW``)."""
+    diffs: dict[tuple[str, Optional[int]], list[float]] = {}
+    for r in rows:
+        name = r["method"].split("@")[0]
+        loglik = name.endswith(LOGLIK)
+        if name != method + (LOGLIK if loglik else ""):
+            continue
+        ref = next((x for x in rows if x["method"] == "direct" + (LOGLIK if loglik else "")
+                    and x["dataset"] == r["dataset"] and x["model"] == r["model"]), None)
+        if ref is not None:
+            key = (r["model"] + (" loglik" if loglik else ""), r.get("context_tokens"))
+            diffs.setdefault(key, []).append(r["accuracy"] - ref["accuracy"])
+    return {k: sum(v) / len(v) for k, v in diffs.items()}
 
 
 def collect(run_dirs: list[Path]) -> tuple[list[dict], dict[str, Any]]:
-    """Score rows of every run directory and what their manifests say (models, corpus, commit,
-    context window per method and model)."""
+    """Score rows of every run directory and what their manifests say (models, corpus per
+    dataset, commit). Each row carries its run's context window (``context_tokens``); when one
+    (dataset, method, model) was run at several windows (in different run directories), its rows
+    and question marks are named ``METHOD@WINDOW`` so that none overwrites another."""
     from medr2.eval.runner import question_marks, read_records, score_run
 
     rows: list[dict] = []
-    meta: dict[str, Any] = {"commits": set(), "corpus": {}, "contexts": {}, "seeds": set(), "marks": {}}
+    marks: list[tuple[tuple[str, str, str], Optional[int], dict[str, bool]]] = []
+    meta: dict[str, Any] = {"commits": set(), "corpus": {}, "seeds": set(), "marks": {}}
     for root in run_dirs:
         records = read_records(root)
-        rows += score_run(root, records)
-        meta["marks"].update(question_marks(records))
+        ctx: dict[tuple[str, str, str], Optional[int]] = {}
         for mf in Path(root).rglob("manifest.json"):
             m = json.loads(mf.read_text(encoding="utf-8"))
             parts = mf.relative_to(root).parts
             if len(parts) == 4:
-                meta["contexts"][(parts[1], parts[2])] = ((m.get("config") or {}).get("appraise") or {}).get(
-                    "context_tokens")
+                ctx[parts[:3]] = ((m.get("config") or {}).get("appraise") or {}).get("context_tokens")
+                if m.get("corpus"):
+                    meta["corpus"][parts[0]] = m["corpus"]
             if m.get("commit"):
                 meta["commits"].add(m["commit"][:12])
-            if m.get("corpus"):
-                meta["corpus"] = m["corpus"]
             meta["seeds"].add(m.get("subset_seed"))
+        for r in score_run(root, records):
+            rows.append(dict(r, context_tokens=ctx.get((r["dataset"], r["method"], r["model"]))))
+        marks += [(k, ctx.get(k), v) for k, v in question_marks(records).items()]
+    windows: dict[tuple[str, str, str], set] = {}
+    for r in rows:
+        windows.setdefault((r["dataset"], r["method"], r["model"]), set()).add(r["context_tokens"])
+    several = {(m, mo) for (d, m, mo), w in windows.items() if len(w) > 1}
+    for r in rows:
+        if (r["method"], r["model"]) in several:
+            r["method"] = f"{r['method']}@{r['context_tokens']}"
+    for (d, m, mo), c, v in marks:
+        meta["marks"][(d, f"{m}@{c}" if (m, mo) in several else m, mo)] = v
     return rows, meta
 
 
@@ -297,7 +316,7 @@ def plot_heatmap(grid: dict[tuple[str, Optional[int]], float], path: Path) -> No
         for j, v in enumerate(row):
             if v == v:
                 ax.text(j, i, f"{v:+.1f}", ha="center", va="center", fontsize=9)
-    fig.colorbar(im, label="medr2 - direct (accuracy points)")
+    fig.colorbar(im, label="medr2 - direct, same answer mode (accuracy points)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -309,8 +328,7 @@ def write_report(run_dirs: list[Path], out: Path, trust_dirs: list[Path] = ()) -
     parts = ["# medr2 evaluation report", ""]
     parts.append(f"Runs: {', '.join(str(r) for r in run_dirs)}; commit(s): {', '.join(sorted(meta['commits'])) or '?'}; "
                  f"subset seed(s): {', '.join(str(s) for s in sorted(meta['seeds'], key=str))}; corpus: "
-                 f"{json.dumps(meta['corpus']) if meta['corpus'] else '?'}. Accuracy in percent ± std = "
-                 "sqrt(p(1-p)/N).")
+                 f"{_corpora(meta['corpus'])}. Accuracy in percent ± std = sqrt(p(1-p)/N).")
     for model in sorted({r["model"] for r in rows}):
         parts += ["", f"## {model}", "", methods_table(rows, model)]
         abl = ablation_table(rows, model, meta["marks"])
@@ -325,7 +343,7 @@ def write_report(run_dirs: list[Path], out: Path, trust_dirs: list[Path] = ()) -
         png = out / f"bars-{_slug(model)}.png"
         plot_bars(rows, model, png)
         parts += ["", f"![accuracy by method]({png.name})"]
-    grid = improvement_grid(rows, meta["contexts"])
+    grid = improvement_grid(rows)
     if len({c for _, c in grid}) > 1 or len({m for m, _ in grid}) > 1:
         plot_heatmap(grid, out / "heatmap.png")
         parts += ["", "## Improvement over direct answering by context window and model", "", "![heatmap](heatmap.png)"]
@@ -337,6 +355,19 @@ def write_report(run_dirs: list[Path], out: Path, trust_dirs: list[Path] = ()) -
     f = out / "report.md"
     f.write_text("\n".join(parts) + "\n", encoding="utf-8")
     return f
+
+
+def _corpora(by_dataset: dict[str, Any]) -> str:
+    """The corpus the retrieval runs used, or one per group of datasets when they differ (MCMLE
+    retrieves from a Chinese index)."""
+    if not by_dataset:
+        return "?"
+    groups: dict[str, list[str]] = {}
+    for d, c in sorted(by_dataset.items()):
+        groups.setdefault(json.dumps(c, sort_keys=True), []).append(d)
+    if len(groups) == 1:
+        return next(iter(groups))
+    return "; ".join(f"{', '.join(ds)}: {c}" for c, ds in groups.items())
 
 
 def _slug(s: str) -> str:
