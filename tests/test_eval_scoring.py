@@ -37,6 +37,10 @@ def test_robust_extraction_and_accuracy():
     assert extract_letter("I would give warfarin here.", opts) == "C"
     assert extract_letter("aspirin or heparin", opts) is None
     assert extract_letter("", opts) is None and extract_letter("Answer: E", opts) is None
+    # a lowercase word is no option letter, and option text counts only as whole words
+    assert extract_letter("The correct answer is a beta blocker.", opts) is None
+    yn = {"A": "yes", "B": "no", "C": "maybe"}
+    assert extract_letter("It is not known.", yn) is None and extract_letter("The answer is no.", yn) == "B"
     assert accuracy([True] * 3 + [False]) == (0.75, 0.2165)
     assert accuracy([]) == (0.0, 0.0)
 
@@ -78,12 +82,37 @@ def test_mirage_stored_predictions_are_scored(tmp_path):
     (root / "cot/OpenAI/gpt-x/test_0000.json").write_text(json.dumps([json.dumps({"answer_choice": "B"})]))
     (root / "cot/OpenAI/gpt-x/test_0001.json").write_text(json.dumps([json.dumps({"answer_choice": "A. x"})]))
     (root / "rag_32/OpenAI/gpt-x/medcorp/RRF-4/test_0000.json").write_text("")  # empty file: wrong
-    assert read_prediction(root / "rag_32/OpenAI/gpt-x/medcorp/RRF-4/test_0000.json") == ""
+    assert read_prediction(root / "rag_32/OpenAI/gpt-x/medcorp/RRF-4/test_0000.json") is None
     rows = score_predictions(tmp_path, bench)
     assert rows == [
-        {"dataset": "medqa", "setting": "cot", "model": "gpt-x", "n": 2, "accuracy": 50.0, "std": 35.36},
-        {"dataset": "medqa", "setting": "rag_32/medcorp/RRF-4", "model": "gpt-x", "n": 1, "accuracy": 0.0, "std": 0.0},
+        {"dataset": "medqa", "setting": "cot", "model": "gpt-x", "n": 2, "accuracy": 50.0, "std": 35.36,
+         "missing": 0},
+        {"dataset": "medqa", "setting": "rag_32/medcorp/RRF-4", "model": "gpt-x", "n": 1, "accuracy": 0.0, "std": 0.0,
+         "missing": 1},
     ]
+    # a file holding an empty string goes through MIRAGE's rules, whose default is "A"
+    bench_a = {"medqa": {"0000": {"answer": "A"}, "0001": {"answer": "A"}}}
+    (root / "rag_32/OpenAI/gpt-x/medcorp/RRF-4/test_0000.json").write_text(json.dumps([""]))
+    (root / "rag_32/OpenAI/gpt-x/medcorp/RRF-4/test_0001.json").write_text(json.dumps([]))  # no string: wrong
+    rag = [r for r in score_predictions(tmp_path, bench_a) if r["setting"].startswith("rag")]
+    assert rag[0]["n"] == 2 and rag[0]["accuracy"] == 50.0
+
+
+def test_mirage_scorer_reads_medr2_run_folders(tmp_path):
+    """medr2's own runs (<dataset>/<method>/<model>/<id>.json) keep one row per method, and ids
+    with an underscore are kept whole."""
+    from medr2.eval.runner import run
+    from medr2.schema import EvalQuestion
+
+    qs = [EvalQuestion(dataset="medqa", id=f"q_{i}", question="?", options={"A": "a", "B": "b"}, answer="A")
+          for i in range(4)]
+    for method, letter in (("direct", "B"), ("vanilla_rag", "A")):
+        run(qs, lambda q, x=letter: {"answer": x, "rationale": "", "citations": [], "usage": {}},
+            tmp_path / "medqa" / method / "m", {"method": method}, progress=False)
+    bench = {"medqa": {f"q_{i}": {"answer": "A"} for i in range(5)}}
+    rows = score_predictions(tmp_path, bench)
+    assert [(r["setting"], r["model"], r["n"], r["accuracy"], r["missing"]) for r in rows] == [
+        ("direct", "m", 4, 0.0, 1), ("vanilla_rag", "m", 4, 100.0, 1)]
 
 
 def test_eval_score_command_on_mirage_sample():
@@ -94,6 +123,8 @@ def test_eval_score_command_on_mirage_sample():
     rows = json.loads(r.stdout)
     assert len(rows) == 20 and {x["setting"] for x in rows} == {"cot", "rag_32/medcorp/RRF-4"}
     assert all(x["n"] == 5 for x in rows)
+    assert {(x["dataset"], x["missing"]) for x in rows if x["dataset"] in ("mmlu", "pubmedqa")} == {
+        ("mmlu", 1089 - 5), ("pubmedqa", 500 - 5)}
     mmlu = {(x["setting"], x["model"]): x["accuracy"] for x in rows if x["dataset"] == "mmlu"}
     assert mmlu[("cot", "gpt-4-32k")] == 100.0
     r = CliRunner().invoke(main, ["eval", "score", "--mirage", str(pred), "--benchmark", str(bench)])
@@ -177,3 +208,43 @@ def test_eval_run_excludes_the_questions_own_abstract(tmp_path, encoder):
         assert json.loads((run_dir / "manifest.json").read_text())["own_source_excluded"] is (name == "excluded")
     assert "pmid:111" in docs["allowed"]
     assert "pmid:111" not in docs["excluded"] and docs["excluded"]  # other abstracts are still found
+
+
+def test_runner_retries_failed_answers_reads_raw_text_and_refuses_another_run(tmp_path):
+    """Plumbing fakes as answer functions: a failed answer (server down) is asked again on
+    resume, a free-text answer is read for its letter, and resuming a different run is refused."""
+    from medr2.eval.runner import RunMismatch, run, score_run
+    from medr2.schema import EvalQuestion
+
+    qs = [EvalQuestion(dataset="medqa", id=f"q{i}", question="?", options={"A": "aspirin", "B": "heparin"}, answer="B")
+          for i in range(4)]
+    out = tmp_path / "medqa" / "vanilla_rag" / "m"
+    manifest = {"dataset": "medqa:4", "subset_seed": 0, "method": "vanilla_rag",
+                "config": {"llm": {"n_threads": 2, "generator": "a"}}}
+
+    def flaky(q):  # plumbing fake: the server fails on q1, q2 answers in words, q3 says nothing usable
+        if q.id == "q1":
+            return {"answer": "", "rationale": "not answered", "insufficient": True, "error": "connection refused"}
+        return {"answer": {"q0": "B", "q2": "I would give heparin.", "q3": "Insufficient evidence."}[q.id],
+                "rationale": "", "citations": [], "usage": {}}
+
+    totals = run(qs, flaky, out, manifest, progress=False)
+    assert totals["answered"] == 4 and totals["errors"] == 1
+    (row,) = score_run(tmp_path)
+    assert (row["n"], row["accuracy"], row["errors"], row["unparsed"]) == (4, 50.0, 1, 1)
+    rec = json.loads((out / "q2.json").read_text())[1]
+    assert rec["prediction"] == "B" and rec["raw_answer"] == "I would give heparin."
+    asked = []
+    totals = run(qs, lambda q: asked.append(q.id) or {"answer": "B", "rationale": ""}, out,
+                 dict(manifest, dataset="medqa:8", config={"llm": {"n_threads": 8, "generator": "a"}}), progress=False)
+    assert asked == ["q1"] and totals["retried_errors"] == 1  # only the failed one; size and threads may change
+    assert score_run(tmp_path)[0]["accuracy"] == 75.0
+    with pytest.raises(RunMismatch, match="subset_seed"):
+        run(qs, flaky, out, dict(manifest, subset_seed=1), progress=False)
+    with pytest.raises(RunMismatch, match=r"config \[llm\]"):
+        run(qs, flaky, out, dict(manifest, config={"llm": {"generator": "other"}}), progress=False)
+    # a setting the first manifest did not record (added to medr2 since) does not block resuming
+    run(qs, flaky, out, dict(manifest, config={"llm": {"generator": "a", "new_knob": 1}, "appraise": {"x": 1}}),
+        progress=False)
+    run(qs[:2], flaky, out, dict(manifest, shard="0/2"), progress=False)
+    assert (out / "manifest-0-2.json").exists() and (out / "manifest.json").exists()

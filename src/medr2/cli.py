@@ -564,9 +564,10 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
         try:
             res = pipe.run(q.question, q.options, frozenset() if allow_own_source else own_sources(q))
         except (QueryError, LLMError, ValueError) as e:
-            return {"answer": "", "rationale": f"not answered: {e}", "insufficient": True}
+            return {"answer": "", "rationale": f"not answered: {e}", "insufficient": True, "error": str(e)}
         return {"answer": res.answer, "rationale": res.rationale, "citations": res.citations,
                 "insufficient": res.insufficient, "usage": res.usage,
+                "error": res.answer if res.method == "error" else None,  # "...the generator failed (why)"
                 "context": [{"passage_id": r.passage_id, "doc_id": r.doc_id} for r in res.evidence if r.kept]}
 
     dataset_dir = safe_name(qs[0].dataset if qs else Path(name).stem)
@@ -575,8 +576,12 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
                 "answer_mode": answer_mode, "own_source_excluded": not allow_own_source,
                 "models": engine.model_names(), "index": str(index_dir), "corpus": engine.index.stats().get("by_source_type"),
                 "config": engine.config.model_dump(mode="json")}
+    from medr2.eval.runner import RunMismatch
+
     try:
         totals = run(qs, answer, out, manifest, progress=progress if progress is not None else sys.stderr.isatty())
+    except RunMismatch as e:
+        _fail(str(e), EXIT_USAGE)
     finally:
         engine.close()
     click.echo(json.dumps({"out": str(out), **totals}, indent=2))
@@ -699,13 +704,28 @@ def eval_score(mirage_dir, benchmark, run_dir, as_json):
 
         pub = {id(r): published(r) for r in rows}
     click.echo(f"{'dataset':<14} {key:<24} {'model':<28} {'n':>5} {'acc %':>7} {'std':>6}"
-               + ("  published (full set)" if pub else ""))
+               + (f" {'missing':>7}" if mirage_dir else "") + ("  published (full set)" if pub else ""))
     for r in rows:
         extra = ""
         if pub and pub[id(r)] is not None:
             extra = f"  {pub[id(r)]:.2f} (n = {FULL_SIZES[r['dataset']]})"
+        missing = f" {r['missing']:>7}" if mirage_dir else ""
         click.echo(f"{r['dataset']:<14} {r[key]:<24} {r['model'][:28]:<28} {r['n']:>5} {r['accuracy']:>7.2f} "
-                   f"{r['std']:>6.2f}{extra}")
+                   f"{r['std']:>6.2f}{missing}{extra}")
+    _print_averages(rows, key)
+
+
+def _print_averages(rows: list[dict], key: str) -> None:
+    """MIRAGE's average: the unweighted mean over datasets, per method (or setting) and model,
+    over the datasets that one ran on."""
+    from medr2.eval.scoring import macro_average
+
+    avg = macro_average(rows, key)
+    if not avg:
+        return
+    click.echo("")
+    for (k, model), (acc, n_sets) in avg.items():
+        click.echo(f"{'Avg':<14} {k:<24} {model[:28]:<28} {n_sets:>5} {acc:>7.2f}  (mean over {n_sets} datasets)")
 
 
 @main.command()

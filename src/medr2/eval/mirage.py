@@ -1,15 +1,22 @@
 """Score MIRAGE's own stored predictions with MIRAGE's extraction rules.
 
-Layout: ``PRED/<dataset>/<setting...>/OpenAI/<model>/[<corpus>/<retriever>/]<split>_<id>.json``
-(the setting is the path between the dataset and the model, e.g. ``cot`` or
-``rag_32/medcorp/RRF-4`` once the corpus/retriever part is folded in); each file is a JSON list
-whose first string holds ``"answer_choice": "..."``.
+Layouts:
+
+* MIRAGE's: ``PRED/<dataset>/<setting...>/OpenAI/<model>/[<corpus>/<retriever>/]<split>_<id>.json``
+  (the setting is the path between the dataset and the model, e.g. ``cot`` or
+  ``rag_32/medcorp/RRF-4`` once the corpus/retriever part is folded in);
+* medr2's runs: ``RUN/<dataset>/<method>/<model>/<id>.json`` (the setting is the method).
+
+Each file is a JSON list whose first string holds ``"answer_choice": "..."``. A file with no
+string (empty, ``[]``, unreadable) is wrong; any string, ``""`` too, goes through MIRAGE's rules
+(which default to "A"). Rows state how many of the benchmark's questions had no file
+(``missing``): the accuracy is over the files found.
 
 Example::
 
     >>> from medr2.eval.mirage import question_id
-    >>> question_id("test_anatomy-002.json"), question_id("dev_0009b2fd-7e72.json")
-    ('anatomy-002', '0009b2fd-7e72')
+    >>> question_id("test_anatomy-002.json"), question_id("dev_0009b2fd-7e72.json"), question_id("q_1.json")
+    ('anatomy-002', '0009b2fd-7e72', 'q_1')
 """
 
 from __future__ import annotations
@@ -47,47 +54,63 @@ def published(row: dict) -> float | None:
     return PUBLISHED.get((row["setting"], row["model"]), {}).get(row["dataset"])
 
 
+SPLITS = ("test_", "dev_", "train_")
+
+
 def question_id(filename: str) -> str:
+    """The question id of a prediction file: MIRAGE's names carry the split before it."""
     stem = filename[:-5] if filename.endswith(".json") else filename
-    return stem.split("_", 1)[1] if "_" in stem else stem
+    return next((stem[len(p):] for p in SPLITS if stem.startswith(p)), stem)
 
 
-def read_prediction(path: Path) -> str:
-    """The first string of a prediction file ('' when empty or unreadable: scored wrong)."""
+def read_prediction(path: Path) -> str | None:
+    """The first string of a prediction file; None when it holds none (empty, ``[]``, unreadable:
+    scored wrong)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError, UnicodeDecodeError):
-        return ""
+        return None
     if isinstance(data, list) and data and isinstance(data[0], str):
         return data[0]
-    return data if isinstance(data, str) else ""
+    return data if isinstance(data, str) else None
+
+
+def locate(parts: tuple[str, ...]) -> tuple[str, str]:
+    """(setting, model) of a prediction file's path below the prediction root.
+
+    >>> locate(("mmlu", "rag_32", "OpenAI", "gpt-4-32k", "medcorp", "RRF-4", "test_a.json"))
+    ('rag_32/medcorp/RRF-4', 'gpt-4-32k')
+    >>> locate(("mmlu", "vanilla_rag", "qwen", "a.json"))
+    ('vanilla_rag', 'qwen')
+    """
+    if "OpenAI" in parts[1:-1]:
+        i = parts.index("OpenAI", 1)
+        return "/".join(list(parts[1:i]) + list(parts[i + 2:-1])), parts[i + 1]
+    return "/".join(parts[1:-2]), parts[-2]
 
 
 def score_predictions(pred_dir: str | Path, benchmark: dict) -> list[dict]:
-    """Rows {dataset, setting, model, n, accuracy (percent), std (percent)}."""
+    """Rows {dataset, setting, model, n, accuracy (percent), std (percent), missing}: ``n`` files
+    scored, ``missing`` questions of the benchmark without a file."""
     root = Path(pred_dir)
     if (root / "prediction").is_dir():
         root = root / "prediction"
-    groups: dict[tuple[str, str, str], list[bool]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], dict[str, bool]] = defaultdict(dict)
     for f in sorted(root.rglob("*.json")):
         parts = f.relative_to(root).parts
-        if len(parts) < 4 or parts[0] not in benchmark:
+        if len(parts) < 4 or parts[0] not in benchmark or f.name.startswith("manifest"):
             continue
         dataset = parts[0]
-        try:
-            i = parts.index("OpenAI")
-        except ValueError:
-            i = len(parts) - 3
-        model = parts[i + 1] if i + 1 < len(parts) - 1 else "unknown"
-        setting = "/".join(list(parts[1:i]) + list(parts[i + 2:-1]))
-        gold = benchmark[dataset].get(question_id(f.name))
+        qid = question_id(f.name)
+        gold = benchmark[dataset].get(qid) or benchmark[dataset].get(f.name[:-5])
         if gold is None:
             continue
         text = read_prediction(f)
-        groups[(dataset, setting, model)].append(bool(text) and mirage_letter(text) == gold["answer"])
+        groups[(dataset, *locate(parts))][qid] = text is not None and mirage_letter(text) == gold["answer"]
     rows = []
     for (dataset, setting, model), marks in sorted(groups.items()):
-        acc, std = accuracy(marks)
+        acc, std = accuracy(list(marks.values()))
         rows.append({"dataset": dataset, "setting": setting, "model": model, "n": len(marks),
-                     "accuracy": round(acc * 100, 2), "std": round(std * 100, 2)})
+                     "accuracy": round(acc * 100, 2), "std": round(std * 100, 2),
+                     "missing": len(benchmark[dataset]) - len(marks)})
     return rows

@@ -249,7 +249,7 @@ def collect(run_dirs: list[Path]) -> tuple[list[dict], dict[str, Any]]:
     for root in run_dirs:
         records = read_records(root)
         ctx: dict[tuple[str, str, str], Optional[int]] = {}
-        for mf in Path(root).rglob("manifest.json"):
+        for mf in Path(root).rglob("manifest*.json"):
             m = json.loads(mf.read_text(encoding="utf-8"))
             parts = mf.relative_to(root).parts
             if len(parts) == 4:

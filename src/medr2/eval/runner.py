@@ -4,8 +4,12 @@ One file per question in MIRAGE's prediction layout, ``OUT/<dataset>/<method>/<m
 a JSON list whose first element is the JSON string ``{"step_by_step_thinking", "answer_choice"}``
 (so MIRAGE's scorer and ``medr2 eval score --mirage OUT`` read it) and whose second element is
 medr2's full record (gold, prediction, citations, usage, seconds). A killed run continues where
-it stopped: questions whose file exists are skipped. ``manifest.json`` beside the files holds
-the config, models, corpus, versions, seed and totals.
+it stopped: questions whose file exists are skipped, except those whose record says the answer
+failed (``error``: the generator or server failed, the query was refused), which are asked
+again. ``manifest.json`` beside the files (``manifest-I-N.json`` for shard I/N, so parallel
+shards do not overwrite each other) holds the config, models, corpus, versions, seed and totals;
+resuming into a directory whose run differs (dataset, seed, method, answer mode, models, index
+or answering config) is refused rather than mixed.
 
 Example::
 
@@ -117,16 +121,85 @@ def write_atomic(path: Path, data: object) -> None:
     os.replace(tmp, path)
 
 
+class RunMismatch(ValueError):
+    """The output directory holds a different run; the message says what differs."""
+
+
+# Settings that change no answer: how fast or how patiently models are called, how files were read.
+_RUNTIME_ONLY = {"llm": {"n_threads", "timeout_s", "retries", "backoff_s", "concurrency"}, "ingest": None}
+
+
+def run_identity(manifest: dict) -> dict:
+    """What must agree for two invocations to write into one run directory: the dataset (not
+    its size: seeded subsets are nested), subset seed, method, answer mode, models, index, own-source
+    rule and the config, less runtime-only settings.
+
+    >>> a = run_identity({"dataset": "medqa:100", "subset_seed": 0, "config": {"llm": {"n_threads": 2}}})
+    >>> a == run_identity({"dataset": "medqa:200", "subset_seed": 0, "config": {"llm": {"n_threads": 8}}})
+    True
+    """
+    cfg = {}
+    for section, values in (manifest.get("config") or {}).items():
+        drop = _RUNTIME_ONLY.get(section, set())
+        if drop is None:
+            continue
+        cfg[section] = {k: v for k, v in values.items() if k not in drop} if isinstance(values, dict) else values
+    return {"dataset": str(manifest.get("dataset", "")).partition(":")[0], "subset_seed": manifest.get("subset_seed"),
+            **{k: manifest.get(k) for k in ("method", "answer_mode", "models", "index", "own_source_excluded")},
+            "config": cfg}
+
+
+def _check_same_run(out_dir: Path, manifest: dict) -> None:
+    mine = run_identity(manifest)
+    for f in sorted(out_dir.glob("manifest*.json")):
+        try:
+            theirs = run_identity(json.loads(f.read_text(encoding="utf-8")))
+        except (OSError, json.JSONDecodeError, AttributeError):
+            continue
+        # what one manifest does not record (an older medr2, a setting added since) is not compared
+        diff = [k for k in mine if k != "config" and theirs.get(k) is not None and theirs[k] != mine[k]]
+        sections = sorted(sec for sec in set(mine["config"]) & set(theirs["config"]) if _differs(
+            mine["config"][sec], theirs["config"][sec]))
+        if sections:
+            diff.append(f"config [{', '.join(sections)}]")
+        if diff:
+            raise RunMismatch(f"{out_dir} holds a run with a different {', '.join(diff)} ({f.name}); give another "
+                              "--out, or delete that directory to start over")
+
+
+def _differs(a, b) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return any(a[k] != b[k] for k in set(a) & set(b))
+    return a != b
+
+
+def needs_answer(path: Path) -> bool:
+    """A question is (re)asked when its file is missing, unreadable or records a failed answer."""
+    if not path.exists():
+        return True
+    try:
+        return bool(json.loads(path.read_text(encoding="utf-8"))[1].get("error"))
+    except (OSError, json.JSONDecodeError, IndexError, AttributeError, KeyError):
+        return True
+
+
 def run(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestion], dict], out_dir: Path,
         manifest: dict, progress: bool = True) -> dict:
-    """Answer every question lacking its file; return totals. ``answer(q)`` gives
-    {"answer", "rationale", "citations", "insufficient", "usage"[, "context"]}: context lists the
-    passages (passage_id, doc_id) that reached the generator."""
+    """Answer every question lacking its file (or whose recorded answer failed); return totals.
+    ``answer(q)`` gives {"answer", "rationale", "citations", "insufficient", "usage"[, "context",
+    "error"]}: context lists the passages (passage_id, doc_id) that reached the generator; error
+    says why no answer could be made (asked again on resume). An answer that is no option letter
+    is read with :func:`medr2.eval.scoring.extract_letter`; one that still gives none is counted
+    ``unparsed`` (and wrong)."""
+    from medr2.eval.scoring import extract_letter
+
     out_dir.mkdir(parents=True, exist_ok=True)
+    _check_same_run(out_dir, manifest)
     qs = list(questions)
-    todo = [q for q in qs if not (out_dir / f"{safe_name(q.id)}.json").exists()]
-    totals = {"questions": len(qs), "skipped_existing": len(qs) - len(todo), "answered": 0, "seconds": 0.0,
-              "prompt_tokens": 0, "completion_tokens": 0, "calls": 0}
+    todo = [q for q in qs if needs_answer(out_dir / f"{safe_name(q.id)}.json")]
+    retried = sum(1 for q in todo if (out_dir / f"{safe_name(q.id)}.json").exists())
+    totals = {"questions": len(qs), "skipped_existing": len(qs) - len(todo), "retried_errors": retried,
+              "answered": 0, "errors": 0, "seconds": 0.0, "prompt_tokens": 0, "completion_tokens": 0, "calls": 0}
     bar = None
     if progress and todo:
         from tqdm import tqdm
@@ -136,15 +209,21 @@ def run(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestion], dict
         t = time.perf_counter()
         res = answer(q)
         secs = time.perf_counter() - t
-        letter = res.get("answer", "")
+        letter = res.get("answer", "") or ""
+        if q.options and letter not in q.options:
+            letter = extract_letter(letter, q.options) or ""
         record = {"id": q.id, "dataset": q.dataset, "gold": q.answer, "prediction": letter,
                   "correct": bool(q.options) and letter == q.answer, "insufficient": res.get("insufficient", False),
-                  "citations": res.get("citations", []), "context": res.get("context", []), "seconds": round(secs, 3), "usage": res.get("usage", {})}
+                  "unparsed": bool(q.options) and not letter and not res.get("error"), "error": res.get("error"),
+                  "raw_answer": res.get("answer", "") if letter != res.get("answer", "") else None,
+                  "citations": res.get("citations", []), "context": res.get("context", []), "seconds": round(secs, 3),
+                  "usage": res.get("usage", {})}
         mirage = json.dumps({"step_by_step_thinking": res.get("rationale", ""), "answer_choice": letter},
                             ensure_ascii=False)
         write_atomic(out_dir / f"{safe_name(q.id)}.json", [mirage, record])
         u = res.get("usage", {})
         totals["answered"] += 1
+        totals["errors"] += bool(record["error"])
         totals["seconds"] += secs
         for k in ("prompt_tokens", "completion_tokens", "calls"):
             totals[k] += int(u.get(k) or 0)
@@ -155,7 +234,9 @@ def run(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestion], dict
     manifest = dict(manifest)
     manifest.update({"totals": totals, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "commit": git_commit(),
                      "python": platform.python_version()})
-    write_atomic(out_dir / "manifest.json", manifest)
+    shard = manifest.get("shard")
+    name = f"manifest-{str(shard).replace('/', '-')}.json" if shard else "manifest.json"
+    write_atomic(out_dir / name, manifest)
     return totals
 
 
@@ -165,7 +246,7 @@ def read_records(root: Path) -> dict[tuple[str, str, str], dict[str, dict]]:
     out: dict[tuple[str, str, str], dict[str, dict]] = {}
     for f in sorted(Path(root).rglob("*.json")):
         rel = f.relative_to(root).parts
-        if f.name == "manifest.json" or len(rel) != 4:
+        if f.name.startswith("manifest") or len(rel) != 4:
             continue
         try:
             record = json.loads(f.read_text(encoding="utf-8"))[1]
@@ -184,8 +265,10 @@ def question_marks(records: dict[tuple[str, str, str], dict[str, dict]]
 def score_run(root: Path, records: Optional[dict] = None) -> list[dict]:
     """Accuracy per dataset / method / model from medr2 run files: the recorded option letter
     against the gold one (an answer that is no option letter is wrong, where MIRAGE's own rules
-    would default to "A"), and the mean and median seconds per question (the median is not moved
-    by a question that waited while the run was paused or shared the machine)."""
+    would default to "A"); how many answers were unparsed (no letter), insufficient (the pipeline
+    abstained) and failed (``errors``, asked again on resume); and the mean and median seconds per
+    question (the median is not moved by a question that waited while the run was paused or
+    shared the machine)."""
     import statistics
 
     from medr2.eval.scoring import accuracy
@@ -197,5 +280,8 @@ def score_run(root: Path, records: Optional[dict] = None) -> list[dict]:
         acc, std = accuracy(marks)
         rows.append({"dataset": d, "method": m, "model": model, "n": len(marks), "accuracy": round(acc * 100, 2),
                      "std": round(std * 100, 2), "seconds": round(sum(secs) / len(secs), 2) if secs else None,
-                     "median_seconds": round(statistics.median(secs), 2) if secs else None})
+                     "median_seconds": round(statistics.median(secs), 2) if secs else None,
+                     "unparsed": sum(1 for r in recs.values() if r.get("unparsed")),
+                     "insufficient": sum(1 for r in recs.values() if r.get("insufficient")),
+                     "errors": sum(1 for r in recs.values() if r.get("error"))})
     return rows

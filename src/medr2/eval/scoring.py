@@ -53,7 +53,8 @@ def mirage_letter(prediction: str) -> str:
     return "A"
 
 
-_ANSWER_IS = re.compile(r"(?:answer|choice|option)\s*(?:is|:)?\s*[:\-]?\s*\(?([A-J])\)?(?![a-z])", re.I)
+# the words in any case, the letter a capital ("the answer is a beta blocker" names no option)
+_ANSWER_IS = re.compile(r"(?i:answer|choice|option)\s*(?i:is|:)?\s*[:\-]?\s*\(?([A-J])\)?(?![A-Za-z])")
 _BARE = re.compile(r"^\s*\(?([A-J])\)?\s*(?:[.):\-]|$)")
 
 
@@ -77,9 +78,23 @@ def extract_letter(text: str, options: dict[str, str]) -> Optional[str]:
     found = [x.upper() for x in _ANSWER_IS.findall(t) if x.upper() in valid]
     if found:
         return found[-1]
-    low = t.lower()
-    hits = [k.upper() for k, v in options.items() if v and v.lower() in low]
+    low = t.lower()  # the text of exactly one option, as whole words ("no" is not in "not")
+    hits = [k.upper() for k, v in options.items()
+            if v and re.search(r"(?<!\w)" + re.escape(v.lower().strip()) + r"(?!\w)", low)]
     return hits[0] if len(hits) == 1 else None
+
+
+def macro_average(rows: list[dict], key: str = "method") -> dict[tuple[str, str], tuple[float, int]]:
+    """MIRAGE's average: per (``key``, model), the unweighted mean of the per-dataset accuracies
+    and the number of datasets it covers.
+
+    >>> macro_average([{"method": "m", "model": "x", "accuracy": 40.0}, {"method": "m", "model": "x", "accuracy": 60.0}])
+    {('m', 'x'): (50.0, 2)}
+    """
+    by: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        by.setdefault((r[key], r["model"]), []).append(r["accuracy"])
+    return {k: (round(sum(v) / len(v), 2), len(v)) for k, v in sorted(by.items())}
 
 
 def accuracy(correct: Sequence[bool]) -> tuple[float, float]:
