@@ -55,7 +55,21 @@ def test_loaders_on_small_files(tmp_path):
     x.write_text('{"question": "q", "option": "", "anwer": "(B)"}\n')
     with pytest.raises(DatasetError, match="medqa-mcmle.jsonl:1"):
         list(load_xmedbench(x))
+    # a multiple-answer key keeps every letter; a context is kept; an answer outside the options is refused
+    x.write_text(json.dumps({"question": "q", "context": "abstract", "option": "(A) a\n(B) b\n(C) c", "anwer": "(CA)"})
+                 + "\n" + json.dumps({"question": "q", "option": "(A) a\n(B) b", "anwer": "(D)"}) + "\n")
+    with pytest.raises(DatasetError, match="medqa-mcmle.jsonl:2.*'D' is not among"):
+        list(load_xmedbench(x))
+    q = next(load_xmedbench(x))
+    assert q.answer == "AC" and q.context == "abstract"
+    pq = tmp_path / "ori_pqal.json"
+    pq.write_text(json.dumps({"1": {"QUESTION": "q?", "CONTEXTS": ["c"], "final_decision": "perhaps"}}))
+    with pytest.raises(DatasetError, match="1: final_decision 'perhaps'"):
+        list(load_pubmedqa(pq))
     c = tmp_path / "anatomy_dev.csv"
+    c.write_text('"Which bone?",Femur,Tibia,Ulna,Radius,E\n')
+    with pytest.raises(DatasetError, match="anatomy_dev.csv:1: the answer 'E'"):
+        list(load_mmlu_csv(c))
     c.write_text('"Which bone?",Femur,Tibia,Ulna,Radius,C\n')
     assert next(load_mmlu_csv(c)).options["C"] == "Ulna"
     c.write_text("only,three,fields\n")
@@ -71,6 +85,17 @@ def test_loaders_on_the_shared_benchmarks():
     assert len(p) == 1000 and p[0].context and p[0].answer in "ABC"
     x = list(load_xmedbench(shared("benchmarks/xmedbench_dev/zh/medqa-mcmle.jsonl")))
     assert len(x) == 171 and all(q.answer in q.options for q in x)
+    # every XMedBench file the shared data holds, English and Chinese
+    sizes = {"en/medmcqa": 209, "en/medqa-usmle": 63, "en/mmlu-medical": 93, "en/pubmedqa": 50, "zh/cmb-single": 100,
+             "zh/cmexam": 100, "zh/cmmlu-medical": 66, "zh/medqa-mcmle": 171}
+    for name, n in sizes.items():
+        qs = list(load_xmedbench(shared(f"benchmarks/xmedbench_dev/{name}.jsonl")))
+        assert len(qs) == n and all(q.options and all(x in q.options for x in q.answer) for q in qs), name
+        if name == "en/pubmedqa":
+            assert all(q.context for q in qs) and set(qs[0].options.values()) == {"Yes", "No", "Maybe"}
+        if name == "zh/cmexam":
+            assert sum(len(q.answer) > 1 for q in qs) == 3  # its multiple-answer questions keep every letter
+            assert {len(q.options) for q in qs} <= {4, 5}
 
 
 def test_mirage_stored_predictions_are_scored(tmp_path):

@@ -236,7 +236,9 @@ class EvalQuestion(_Model):
     id: str
     question: str
     options: dict[str, str] = Field(default_factory=dict)
-    answer: str = ""  # option letter, or yes/no/maybe mapped to its letter
+    # option letter, or yes/no/maybe mapped to its letter; a multiple-answer question (CMExam) has
+    # all its letters ("ABE") and only that exact set is right
+    answer: str = ""
     context: Optional[str] = None  # PubMedQA abstract (never used to retrieve unless asked)
     pmid: Optional[str] = None
 

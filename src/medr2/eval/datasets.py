@@ -1,9 +1,10 @@
 """Benchmark loaders into one typed model (:class:`medr2.schema.EvalQuestion`).
 
 Formats: MIRAGE ``benchmark.json`` (``{dataset: {id: {question, options, answer[, PMID]}}}``),
-XMedBench JSONL (``option`` block "(A) ...\\n(B) ..." and the misspelt ``anwer`` key), MMLU
-CSV (headerless question,A,B,C,D,answer), PubMedQA ``ori_pqal.json`` (yes/no/maybe mapped to
-A/B/C as MIRAGE does).
+XMedBench JSONL (``option`` block "(A) ...\\n(B) ..." and the misspelt ``anwer`` key; a
+``context`` field is kept; a multiple-answer key such as "(ABE)" keeps every letter), MMLU CSV
+(headerless question,A,B,C,D,answer), PubMedQA ``ori_pqal.json`` (yes/no/maybe mapped to A/B/C
+as MIRAGE does). An answer that names no option is refused with the file and record.
 
 Example::
 
@@ -54,6 +55,13 @@ def pmid_text(value) -> str | None:
     return ",".join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value)
 
 
+def _checked(q: EvalQuestion, where: str) -> EvalQuestion:
+    """The question, once its answer is one of its options (each letter of a multiple answer)."""
+    if q.options and (not q.answer or any(x not in q.options for x in q.answer)):
+        raise DatasetError(f"{where}: the answer {q.answer!r} is not among the options {sorted(q.options)}")
+    return q
+
+
 def load_mirage(path: str | Path, datasets: list[str] | None = None) -> Iterator[EvalQuestion]:
     p = Path(path)
     try:
@@ -65,10 +73,11 @@ def load_mirage(path: str | Path, datasets: list[str] | None = None) -> Iterator
             continue
         for qid, r in items.items():
             try:
-                yield EvalQuestion(dataset=name, id=str(qid), question=r["question"], options=dict(r["options"]),
-                                   answer=str(r["answer"]).strip(), pmid=pmid_text(r.get("PMID")))
+                q = EvalQuestion(dataset=name, id=str(qid), question=r["question"], options=dict(r["options"]),
+                                 answer=str(r["answer"]).strip(), pmid=pmid_text(r.get("PMID")))
             except (KeyError, TypeError) as e:
                 raise DatasetError(f"{p}: {name}/{qid} lacks {e}") from None
+            yield _checked(q, f"{p}: {name}/{qid}")
 
 
 def load_xmedbench(path: str | Path) -> Iterator[EvalQuestion]:
@@ -76,15 +85,16 @@ def load_xmedbench(path: str | Path) -> Iterator[EvalQuestion]:
     for where, r in strict_jsonl(p, DatasetError):
         try:
             answer = r.get("anwer", r.get("answer"))
-            m = re.search(r"[A-J]", str(answer))
+            m = re.fullmatch(r"\s*\(?([A-J]+)\)?\.?\s*", str(answer))
             opts = parse_option_block(r["option"])
         except (KeyError, TypeError, AttributeError) as e:
             raise DatasetError(f"{where}: not an XMedBench record ({e})") from None
         if not m or not opts:
-            raise DatasetError(f"{where}: no answer letter or no options")
+            raise DatasetError(f"{where}: no answer letter(s) such as \"(B)\" or \"(ABE)\" ({answer!r}), or no options")
         n = where.rsplit(":", 1)[1]
-        yield EvalQuestion(dataset=str(r.get("source") or p.stem), id=f"{p.stem}-{n}", question=r["question"],
-                           options=opts, answer=m.group(0))
+        yield _checked(EvalQuestion(dataset=str(r.get("source") or p.stem), id=f"{p.stem}-{n}", question=r["question"],
+                                    options=opts, answer="".join(sorted(set(m.group(1)))),
+                                    context=r.get("context") or None), where)
 
 
 def load_mmlu_csv(path: str | Path) -> Iterator[EvalQuestion]:
@@ -93,8 +103,8 @@ def load_mmlu_csv(path: str | Path) -> Iterator[EvalQuestion]:
         for n, row in enumerate(csv.reader(fh), 1):
             if len(row) != 6:
                 raise DatasetError(f"{p}:{n}: expected question,A,B,C,D,answer ({len(row)} fields)")
-            yield EvalQuestion(dataset=f"mmlu:{p.stem}", id=f"{p.stem}-{n}", question=row[0],
-                               options=dict(zip("ABCD", row[1:5])), answer=row[5].strip().upper())
+            yield _checked(EvalQuestion(dataset=f"mmlu:{p.stem}", id=f"{p.stem}-{n}", question=row[0],
+                                        options=dict(zip("ABCD", row[1:5])), answer=row[5].strip().upper()), f"{p}:{n}")
 
 
 def load_pubmedqa(path: str | Path) -> Iterator[EvalQuestion]:
@@ -105,6 +115,11 @@ def load_pubmedqa(path: str | Path) -> Iterator[EvalQuestion]:
         raise DatasetError(f"{p}: not PubMedQA ori_pqal.json ({e})") from None
     letter = {v: k for k, v in PUBMEDQA_OPTIONS.items()}
     for pmid, r in data.items():
-        yield EvalQuestion(dataset="pubmedqa", id=str(pmid), question=r["QUESTION"], options=dict(PUBMEDQA_OPTIONS),
-                           answer=letter.get(str(r.get("final_decision", "")).lower(), ""),
-                           context=" ".join(r.get("CONTEXTS", [])), pmid=str(pmid))
+        decision = str(r.get("final_decision", "")).strip().lower()
+        if decision not in letter:
+            raise DatasetError(f"{p}: {pmid}: final_decision {r.get('final_decision')!r} is not yes, no or maybe")
+        try:
+            yield EvalQuestion(dataset="pubmedqa", id=str(pmid), question=r["QUESTION"], options=dict(PUBMEDQA_OPTIONS),
+                               answer=letter[decision], context=" ".join(r.get("CONTEXTS", [])), pmid=str(pmid))
+        except (KeyError, TypeError) as e:
+            raise DatasetError(f"{p}: {pmid} lacks {e}") from None
