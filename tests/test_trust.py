@@ -90,6 +90,14 @@ def test_trust_modes_end_to_end(tmp_path, encoder):
     assert rag.exit_code == 0, rag.output + str(rag.exception)
     rs = json.loads((tmp_path / "rag" / "summary.json").read_text())["oracle_kg"]["ragas"]
     assert 0.0 <= rs["context_entity_recall"] <= 1.0 and 0.0 < rs["answer_similarity"] <= 1.0
-    before = {p: p.stat().st_mtime_ns for p in out.rglob("*.json") if p.name != "summary.json"}
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*.json") if p.name not in ("summary.json", "manifest.json")}
     assert CliRunner().invoke(main, args).exit_code == 0  # resumes: nothing answered again
     assert {p: p.stat().st_mtime_ns for p in before} == before
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["models"]["generator"] is None and manifest["modes"] == ["passage", "full", "oracle_kg"]
+    assert "medr2" in manifest["versions"]
+    # resuming with --ragas adds the metrics to the rows already answered, from their stored evidence
+    r = CliRunner().invoke(main, base + ["--mode", "oracle_kg", "--ragas"])
+    assert r.exit_code == 0, r.output + str(r.exception)
+    assert "ragas" in json.loads((out / "summary.json").read_text())["oracle_kg"]
+    assert all("ragas" in json.loads(p.read_text()) for p in (out / "oracle_kg").glob("*.json"))

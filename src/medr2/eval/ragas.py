@@ -62,9 +62,14 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def spread(values: Sequence[Optional[float]]) -> dict:
+    """Mean and sample std (n - 1: a few judge runs estimate the judge's variance) of repeated runs.
+
+    >>> spread([0.5, 1.0, None])
+    {'mean': 0.75, 'std': 0.3536, 'runs': 2}
+    """
     vals = [v for v in values if v is not None]
     return {"mean": statistics.fmean(vals) if vals else None,
-            "std": statistics.pstdev(vals) if len(vals) > 1 else (0.0 if vals else None), "runs": len(vals)}
+            "std": round(statistics.stdev(vals), 4) if len(vals) > 1 else (0.0 if vals else None), "runs": len(vals)}
 
 
 # -- the judge --------------------------------------------------------------------------------------

@@ -349,7 +349,13 @@ def write_report(run_dirs: list[Path], out: Path, trust_dirs: list[Path] = ()) -
         parts += ["", "## Improvement over direct answering by context window and model", "", "![heatmap](heatmap.png)"]
     for td in trust_dirs:
         s = json.loads((Path(td) / "summary.json").read_text(encoding="utf-8"))
-        parts += ["", f"## Trust metrics ({td})", "", trust_table(s)]
+        parts += ["", f"## Trust metrics ({td})", ""]
+        mf = Path(td) / "manifest.json"
+        if mf.is_file():
+            m = json.loads(mf.read_text(encoding="utf-8"))
+            gen = (m.get("models") or {}).get("generator") or "none (extractive answers)"
+            parts += [f"Generator: {gen}; index: {m.get('index', '?')}; commit: {m.get('commit') or '?'}.", ""]
+        parts += [trust_table(s)]
     if not rows and not trust_dirs:
         raise ValueError("no scored runs found: give eval run output directories (RUN_DIR/<dataset>/<method>/<model>/)")
     f = out / "report.md"

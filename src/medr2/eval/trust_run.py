@@ -67,7 +67,9 @@ def oracle_answer(engine, q: dict) -> dict:
 def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
               progress: Optional[Callable[[str], None]] = None, ragas: Optional[dict] = None) -> dict[str, dict]:
     """``ragas``: {"judge": LLM or None, "runs": int, "library": EntityLibrary, "encoder": ...} adds the
-    RAGAS-style metrics (:mod:`medr2.eval.ragas`) to every row."""
+    RAGAS-style metrics (:mod:`medr2.eval.ragas`) to every row, rows kept from an earlier run too.
+    ``manifest.json`` beside ``summary.json`` names the models, index, commit and versions."""
+    from medr2.eval.runner import git_commit, versions
     from medr2.pipelines import Pipeline
 
     for m in modes:
@@ -84,7 +86,11 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
         for q in questions:
             f = d / f"{q['id']}.json"
             if f.is_file():
-                rows.append(json.loads(f.read_text(encoding="utf-8")))
+                row = json.loads(f.read_text(encoding="utf-8"))
+                if ragas is not None and "ragas" not in row and row.get("evidence") is not None:
+                    row["ragas"] = _ragas(row["evidence"], row, q, ragas)
+                    _write(f, row)
+                rows.append(row)
                 continue
             t = time.perf_counter()
             if MODES[mode] is None:
@@ -96,16 +102,12 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
                    "rationale": res.get("rationale"),
                    "citations": res.get("citations"), "metrics": score_answer(res, required),
                    "seconds": round(time.perf_counter() - t, 3), "method": res.get("method")}
+            # the kept evidence (text included) stays with the row, so metrics can be added later
+            row["evidence"] = [{"passage_id": e.get("passage_id"), "text": e.get("text", "")}
+                               for e in res.get("evidence") or [] if e.get("kept")]
             if ragas is not None:
-                from medr2.eval.ragas import ragas_scores
-
-                ctx = [e["text"] for e in res.get("evidence") or [] if e.get("kept")]
-                text = " ".join(x for x in (res.get("rationale"), res.get("answer")) if x)
-                row["ragas"] = ragas_scores(text, q.get("answer", ""), ctx, ragas.get("judge"), ragas.get("runs", 1),
-                                            ragas.get("library"), ragas.get("encoder"))
-            tmp = f.with_suffix(".tmp")
-            tmp.write_text(json.dumps(row, ensure_ascii=False, indent=1), encoding="utf-8")
-            tmp.replace(f)
+                row["ragas"] = _ragas(row["evidence"], row, q, ragas)
+            _write(f, row)
             rows.append(row)
             if progress:
                 progress(f"{mode} {q['id']}")
@@ -113,7 +115,25 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
         if any("ragas" in r for r in rows):
             summary[mode]["ragas"] = ragas_summary([r["ragas"] for r in rows if "ragas" in r])
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    _write(out_dir / "manifest.json", {
+        "modes": modes, "questions": len(questions), "models": engine.model_names(), "index": str(engine.index.path),
+        "commit": git_commit(), "versions": versions(), "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "config": engine.config.model_dump(mode="json")})
     return summary
+
+
+def _ragas(evidence: list[dict], row: dict, q: dict, ragas: dict) -> dict:
+    from medr2.eval.ragas import ragas_scores
+
+    text = " ".join(x for x in (row.get("rationale"), row.get("answer")) if x)
+    return ragas_scores(text, q.get("answer", ""), [e["text"] for e in evidence], ragas.get("judge"),
+                        ragas.get("runs", 1), ragas.get("library"), ragas.get("encoder"))
+
+
+def _write(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    tmp.replace(path)
 
 
 def ragas_summary(items: list[dict]) -> dict:
