@@ -704,14 +704,16 @@ def eval_score(mirage_dir, benchmark, run_dir, as_json):
 
         pub = {id(r): published(r) for r in rows}
     click.echo(f"{'dataset':<14} {key:<24} {'model':<28} {'n':>5} {'acc %':>7} {'std':>6}"
-               + (f" {'missing':>7}" if mirage_dir else "") + ("  published (full set)" if pub else ""))
+               + (f" {'missing':>7}" if mirage_dir else f" {'unparsed':>8} {'abstain':>7} {'errors':>6}")
+               + ("  published (full set)" if pub else ""))
     for r in rows:
         extra = ""
         if pub and pub[id(r)] is not None:
             extra = f"  {pub[id(r)]:.2f} (n = {FULL_SIZES[r['dataset']]})"
-        missing = f" {r['missing']:>7}" if mirage_dir else ""
+        counts = f" {r['missing']:>7}" if mirage_dir else \
+            f" {r.get('unparsed', 0):>8} {r.get('insufficient', 0):>7} {r.get('errors', 0):>6}"
         click.echo(f"{r['dataset']:<14} {r[key]:<24} {r['model'][:28]:<28} {r['n']:>5} {r['accuracy']:>7.2f} "
-                   f"{r['std']:>6.2f}{missing}{extra}")
+                   f"{r['std']:>6.2f}{counts}{extra}")
     _print_averages(rows, key)
 
 
@@ -725,7 +727,7 @@ def _print_averages(rows: list[dict], key: str) -> None:
         return
     click.echo("")
     for (k, model), (acc, n_sets) in avg.items():
-        click.echo(f"{'Avg':<14} {k:<24} {model[:28]:<28} {n_sets:>5} {acc:>7.2f}  (mean over {n_sets} datasets)")
+        click.echo(f"{'Avg':<14} {k:<24} {model[:28]:<28} {n_sets:>5} {acc:>7.2f}  (mean over {n_sets} dataset{'s' if n_sets > 1 else ''})")
 
 
 @main.command()

@@ -305,7 +305,9 @@ def score_run(root: Path, records: Optional[dict] = None) -> list[dict]:
         rows.append({"dataset": d, "method": m, "model": model, "n": len(marks), "accuracy": round(acc * 100, 2),
                      "std": round(std * 100, 2), "seconds": round(sum(secs) / len(secs), 2) if secs else None,
                      "median_seconds": round(statistics.median(secs), 2) if secs else None,
-                     "unparsed": sum(1 for r in recs.values() if r.get("unparsed")),
+                     # no option letter and no failure (records of older runs lack the flag)
+                     "unparsed": sum(1 for r in recs.values() if r.get("unparsed", not r.get("prediction"))
+                                     and not r.get("error")),
                      "insufficient": sum(1 for r in recs.values() if r.get("insufficient")),
                      "errors": sum(1 for r in recs.values() if r.get("error"))})
     return rows
