@@ -283,6 +283,27 @@ def test_stored_vectors_and_lenient_saved_config(demo_index_dir, tmp_path):
         assert again.config.appraise.coarse_k == Config().appraise.coarse_k
 
 
+def test_long_benchmark_questions_are_answered_with_a_cut_retrieval_query(demo_index_dir):
+    """A question over the search limit (MMLU-Med holds one of 4,508 characters) is answered:
+    retrieval uses its first query.max_query_chars, and a note says so; only a question over
+    query.max_question_chars is refused."""
+    from medr2.search.hybrid import QueryError
+
+    e = Engine.open(demo_index_dir, generator="none", scorer="none")
+    try:
+        long_q = ("A 63-year-old man with type 2 diabetes and chronic kidney disease takes metformin. " * 60
+                  + "Should metformin be continued?")
+        assert len(long_q) > e.config.query.max_query_chars
+        res = Pipeline(e, "vanilla_rag").run(long_q, {"A": "yes", "B": "no"})
+        assert res.evidence and any("retrieval used its first 4,000" in n for n in res.notes)
+        with pytest.raises(QueryError, match="max_query_chars"):
+            e.searcher.search(long_q, k=3)  # the search API keeps its limit
+        with pytest.raises(QueryError, match="max_question_chars"):
+            Pipeline(e, "vanilla_rag").run("x" * (e.config.query.max_question_chars + 1))
+    finally:
+        e.close()
+
+
 def test_llm_amt_needs_a_generator(demo_index_dir):
     from medr2.llm.base import LLMError
 

@@ -273,3 +273,26 @@ def test_runner_retries_failed_answers_reads_raw_text_and_refuses_another_run(tm
         progress=False)
     run(qs[:2], flaky, out, dict(manifest, shard="0/2"), progress=False)
     assert (out / "manifest-0-2.json").exists() and (out / "manifest.json").exists()
+
+
+def test_failures_to_retry_are_told_from_wrong_answers(tmp_path):
+    """A call that could not be made is retried on resume; a model that never gave valid output
+    is a wrong answer (asking again gives the same); records of older runs are read the same way."""
+    from medr2.eval.runner import needs_answer
+    from medr2.llm.base import LLMError, LLMOutputError
+    from medr2.pipelines import failed_answer
+
+    assert failed_answer(LLMError("connection refused")).method == "error"
+    assert failed_answer(LLMOutputError("gave no valid JSON")).method == "invalid_output"
+    f = tmp_path / "q.json"
+
+    def write(why, prediction="", **extra):
+        f.write_text(json.dumps([json.dumps({"step_by_step_thinking": why, "answer_choice": prediction}),
+                                 {"prediction": prediction, **extra}]))
+        return needs_answer(f)
+
+    assert write("not answered: the server at http://x is unreachable")  # an older record of a failure
+    assert not write("not answered: m gave no valid JSON for the schema after 3 tries: ...")
+    assert not write("log-likelihood ...", "B") and write("...", error="timeout") and not write("...", error=None)
+    f.write_text("{broken")
+    assert needs_answer(f) and needs_answer(tmp_path / "absent.json")

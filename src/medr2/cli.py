@@ -539,7 +539,7 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
     from medr2.eval.datasets import DatasetError
     from medr2.eval.runner import (in_shard, load_questions, own_sources, parse_dataset_spec, parse_shard, run,
                                    safe_name, subset)
-    from medr2.llm.base import LLMError
+    from medr2.llm.base import LLMError, LLMOutputError
     from medr2.pipelines import Engine, Pipeline
     from medr2.search.hybrid import QueryError
 
@@ -564,7 +564,9 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
         try:
             res = pipe.run(q.question, q.options, frozenset() if allow_own_source else own_sources(q))
         except (QueryError, LLMError, ValueError) as e:
-            return {"answer": "", "rationale": f"not answered: {e}", "insufficient": True, "error": str(e)}
+            # a model that never answered in the form asked is a wrong answer, not a failure to retry
+            return {"answer": "", "rationale": f"not answered: {e}", "insufficient": True,
+                    "error": None if isinstance(e, LLMOutputError) else str(e)}
         return {"answer": res.answer, "rationale": res.rationale, "citations": res.citations,
                 "insufficient": res.insufficient, "usage": res.usage,
                 "error": res.answer if res.method == "error" else None,  # "...the generator failed (why)"

@@ -135,7 +135,12 @@ class IngestConfig(_Cfg):
 
 
 class QueryConfig(_Cfg):
+    # A search query (medr2 search, the API's /search) longer than this is refused; inside a
+    # pipeline a longer question is cut to it for retrieval (a note says so).
     max_query_chars: int = 4000
+    # A question handed to a pipeline (ask, eval run) longer than this is refused. Benchmark
+    # questions run long: MMLU-Med holds one of 4,508 characters.
+    max_question_chars: int = 20000
 
 
 class LLMConfig(_Cfg):

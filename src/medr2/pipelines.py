@@ -273,6 +273,18 @@ def language_family(value: Optional[str]) -> str:
     return v
 
 
+FAILED = ("error", "invalid_output")  # Answer.method of an answer the generator could not give
+
+
+def failed_answer(err: Exception) -> Answer:
+    """The explicit answer when generation fails: ``error`` when the call could not be made
+    (server, model file), ``invalid_output`` when the model never answered in the form asked."""
+    from medr2.llm.base import LLMOutputError
+
+    return Answer(f"Insufficient evidence: the generator failed ({err}).", insufficient=True,
+                  method="invalid_output" if isinstance(err, LLMOutputError) else "error", notes=[str(err)])
+
+
 def query_text(*parts: str, max_chars: int) -> str:
     """Join model-produced text into a retrieval query: [n] markers and control characters out,
     whitespace collapsed, cut to the query limit (never an error: it is not user input)."""
@@ -305,7 +317,7 @@ class Pipeline:
         """``exclude_docs``: document ids retrieval must not return (see Engine.retrieve)."""
         e, cfg = self.engine, self.engine.config
         self.exclude_docs = frozenset(exclude_docs)
-        question = validate_query(question, cfg.query.max_query_chars)
+        question = validate_query(question, cfg.query.max_question_chars, "query.max_question_chars")
         options = validate_options(options)
         usage = Usage()
         res = AskResult(question=question, options=options, pipeline=self.name, models=e.model_names())
@@ -333,6 +345,11 @@ class Pipeline:
             res.notes.append(note)
         res.classification = cls.to_dict()
         query = question
+        limit = e.config.query.max_query_chars
+        if len(question) > limit:
+            query = query_text(question, max_chars=limit)
+            res.notes.append(f"the question is {len(question):,} characters; retrieval used its first {limit:,} "
+                             "(query.max_query_chars)")
         if self.s.reformulate:
             with stage("reformulate"):
                 ref: Optional[Reformulation] = None
@@ -421,8 +438,7 @@ class Pipeline:
                 try:
                     ans = answerer.answer(question, options, evidence)
                 except LLMError as err:
-                    ans = Answer(f"Insufficient evidence: the generator failed ({err}).", insufficient=True,
-                                 method="error", notes=[str(err)])
+                    ans = failed_answer(err)
             ans.notes = notes + ans.notes
             rec.context_ids = [x.passage_id for x in evidence]
             rec.answer, rec.insufficient = ans.answer, ans.insufficient
@@ -432,7 +448,7 @@ class Pipeline:
                 prev_vecs = vecs if vecs is not None else np.zeros((0, 1), dtype=np.float32)
             answers.append(ans.answer)
             res.rounds.append(rec)
-            if ans.method == "error":  # another round would wait on the same failing generator
+            if ans.method in FAILED:  # another round would wait on the same failing generator
                 rec.stop, rec.stop_reason = True, "the generator failed"
             if rec.stop:
                 break
@@ -494,8 +510,7 @@ class Pipeline:
                 ans = (self._loglik() if self._use_loglik(options) else e.answerer_cot).answer(
                     question, options, evidence, graph=block or None)
             except LLMError as err:
-                ans = Answer(f"Insufficient evidence: the generator failed ({err}).", insufficient=True,
-                             method="error", notes=[str(err)])
+                ans = failed_answer(err)
         if not triples:
             ans.notes.insert(0, "no entity of the question links to the knowledge graph; answered from the dense "
                                 "passages only")
@@ -566,8 +581,7 @@ class Pipeline:
             try:
                 ans = e.answerer_cot.answer(question, options, evidence)
             except LLMError as err:
-                ans = Answer(f"Insufficient evidence: the generator failed ({err}).", insufficient=True,
-                             method="error", notes=[str(err)])
+                ans = failed_answer(err)
         res.rounds.append(RoundRecord(round=1, query=" | ".join(queries), coarse_ids=[h.passage_id for h in hits],
                                       context_ids=[x.passage_id for x in evidence], answer=ans.answer,
                                       insufficient=ans.insufficient))

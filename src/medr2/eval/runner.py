@@ -202,8 +202,14 @@ def needs_answer(path: Path) -> bool:
     if not path.exists():
         return True
     try:
-        return bool(json.loads(path.read_text(encoding="utf-8"))[1].get("error"))
-    except (OSError, json.JSONDecodeError, IndexError, AttributeError, KeyError):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data[1].get("error"):
+            return True
+        # records of older runs lack the flag: their failures say "not answered: ..." and give no
+        # letter (a model that gave no valid JSON is a wrong answer, not a failure)
+        why = json.loads(data[0]).get("step_by_step_thinking", "")
+        return not data[1].get("prediction") and why.startswith("not answered:") and "no valid JSON" not in why
+    except (OSError, json.JSONDecodeError, IndexError, AttributeError, KeyError, TypeError):
         return True
 
 

@@ -21,6 +21,11 @@ class LLMError(RuntimeError):
     """A model call that cannot be made; the message names the model and what to do."""
 
 
+class LLMOutputError(LLMError):
+    """The model answered, but never in the form asked for (e.g. no valid JSON after the repair
+    attempts): a property of the model and prompt, so asking again the same way gives the same."""
+
+
 @dataclass
 class Usage:
     """Per-stage accounting of model calls."""
@@ -201,4 +206,4 @@ def structured(llm: LLM, messages: list[dict[str, str]], schema: dict[str, Any],
             msgs = messages + [{"role": "assistant", "content": out["text"]},
                                {"role": "user", "content": f"That was not valid ({last_error}). Reply with JSON "
                                                            "that matches the schema only."}]
-    raise LLMError(f"{llm.name} gave no valid JSON for the schema after {retries + 1} tries: {last_error}")
+    raise LLMOutputError(f"{llm.name} gave no valid JSON for the schema after {retries + 1} tries: {last_error}")

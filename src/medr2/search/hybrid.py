@@ -28,7 +28,7 @@ class QueryError(ValueError):
     """A query that cannot be searched; the message says why."""
 
 
-def validate_query(query, max_chars: int) -> str:
+def validate_query(query, max_chars: int, setting: str = "query.max_query_chars") -> str:
     if isinstance(query, bytes):
         try:
             query = query.decode("utf-8")
@@ -40,7 +40,7 @@ def validate_query(query, max_chars: int) -> str:
         raise QueryError("the query is empty; give a question or keywords")
     if len(query) > max_chars:
         raise QueryError(
-            f"the query is {len(query):,} characters; the limit is {max_chars:,} (query.max_query_chars)"
+            f"the query is {len(query):,} characters; the limit is {max_chars:,} ({setting})"
         )
     bad = sum(1 for ch in query if (unicodedata.category(ch) in ("Cc", "Cs", "Co", "Cn") and ch not in "\t\n\r")
               or ch == "\ufffd")
