@@ -72,6 +72,15 @@ def test_pdf_text_layer_and_bookmarks(tmp_path):
     assert doc.full_text().index("Intro page") < doc.full_text().index("Allopurinol")
 
 
+def test_pdf_without_bookmarks_reads_numbered_headings(tmp_path):
+    p = write_pdf(tmp_path / "g.pdf", [["Gout guideline", "1 Diagnosis", "Joint aspiration shows crystals."],
+                                       ["2 Therapy", "Treat to target.", "2.1 Urate lowering", "Allopurinol first."]])
+    (doc,) = load("pdf", p)
+    heads = [h for h, _ in doc.walk() if h]
+    assert heads == [("1 Diagnosis",), ("2 Therapy",), ("2 Therapy", "2.1 Urate lowering")]
+    assert "Allopurinol first." in doc.full_text()
+
+
 def test_pdf_corrupt_and_empty(tmp_path):
     bad = tmp_path / "bad.pdf"
     bad.write_bytes(b"%PDF-1.4\ngarbage\x00\x01")
