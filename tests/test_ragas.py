@@ -46,6 +46,30 @@ def test_judge_metrics_with_a_fake_judge():
     assert m["faithfulness"] == 0.5 and m["context_precision"] == 1.0 and m["context_recall"] == 0.5
 
 
+def test_judged_conflict_reads_contradictions_worded_differently():
+    """The lexical test misses "should be considered" against "avoid"; the judge (a plumbing
+    fake here: it flags statements holding its keyword) is asked about each requirement."""
+    from medr2.eval.report import ragas_table
+    from medr2.eval.trust import conflicts
+    from medr2.eval.trust_run import ragas_summary
+
+    required = ["Avoid valproate in women of childbearing potential.", "Offer lamotrigine as first-line treatment."]
+    answer = "Valproate should be considered for this young woman."
+    assert not conflicts(answer, required)  # the lexical test: no shared polarity cue
+    judge = FakeJudge(keyword="valproate")
+    m = judge_metrics(judge, answer, "Lamotrigine.", ["passage"], required=required)
+    assert m["conflict"] == 1.0
+    assert judge_metrics(FakeJudge(keyword="zzz"), answer, "Lamotrigine.", ["passage"], required=required)[
+        "conflict"] == 0.0
+    assert "conflict" not in judge_metrics(judge, answer, "Lamotrigine.", ["passage"])
+    out = ragas_scores(answer, "Lamotrigine.", ["passage"], judge, runs=2, required=required)
+    assert out["conflict"]["mean"] == 1.0 and out["conflict"]["runs"] == 2
+    summary = ragas_summary([out, ragas_scores(answer, "x y z.", ["p"], FakeJudge(keyword="zzz"), required=required)])
+    assert summary["conflict"] == 0.5
+    table = ragas_table({"passage": {"n": 2, "ragas": summary}})
+    assert "conflict rate (judge)" in table and "| passage |" in table and "0.500" in table
+
+
 def test_repeated_judge_runs_and_failures():
     judge = FakeJudge()
     out = ragas_scores("Metformin helps a lot here.", "Metformin is the first-line drug.", ["metformin text"], judge,

@@ -73,6 +73,7 @@ def spread(values: Sequence[Optional[float]]) -> dict:
 
 
 # -- the judge --------------------------------------------------------------------------------------
+JUDGED = ("faithfulness", "context_precision", "context_recall")
 _BOOLS = {"type": "object", "required": ["verdicts"],
           "properties": {"verdicts": {"type": "array", "items": {"type": "boolean"}}}}
 
@@ -105,9 +106,16 @@ def sentences(text: str, limit: int = 12) -> list[str]:
     return [s.strip() for s in _SENT.split(text.strip()) if len(s.split()) >= 3][:limit]
 
 
+_CONTRADICTS = ("Each statement is a guideline recommendation. For each, does the answer in the context "
+                "contradict it: recommend against what it recommends, or for what it advises against? Answer false "
+                "when the answer agrees with it, states its exception, or does not address it.")
+
+
 def judge_metrics(llm: LLM, answer: str, reference: str, passages: list[str], seed: int = 0,
-                  temperature: float = 0.0) -> dict:
-    """One judge run: faithfulness, context precision and context recall."""
+                  temperature: float = 0.0, required: Optional[list[str]] = None) -> dict:
+    """One judge run: faithfulness, context precision and context recall; with ``required``
+    recommendations also ``conflict`` (1.0 when the answer contradicts any of them), which reads
+    contradictions worded differently that the lexical test of :mod:`medr2.eval.trust` misses."""
     context = "\n\n".join(f"[{i + 1}] {p}" for i, p in enumerate(passages))
     faith = _judge(llm, "For each statement, is it supported by the context?", sentences(answer), context, seed,
                    temperature)
@@ -116,14 +124,18 @@ def judge_metrics(llm: LLM, answer: str, reference: str, passages: list[str], se
                  "(see statements)", seed, temperature) if passages else []
     att = _judge(llm, "For each statement of the reference answer, can it be attributed to the context?",
                  sentences(reference), context, seed, temperature)
-    return {"faithfulness": faithfulness(faith), "context_precision": average_precision(rel),
-            "context_recall": recall(att)}
+    out = {"faithfulness": faithfulness(faith), "context_precision": average_precision(rel),
+           "context_recall": recall(att)}
+    if required:
+        out["conflict"] = float(any(_judge(llm, _CONTRADICTS, list(required), answer, seed, temperature)))
+    return out
 
 
 def ragas_scores(answer: str, reference: str, passages: list[str], judge: Optional[LLM], runs: int = 1,
-                 library=None, encoder=None) -> dict:
-    """All metrics for one answer; judge metrics over ``runs`` repeated judge runs (seeds 0..runs-1,
-    temperature 0.7 when repeated) with their mean and std."""
+                 library=None, encoder=None, required: Optional[list[str]] = None) -> dict:
+    """All metrics for one answer; judge metrics (and the judged conflict when ``required`` is
+    given) over ``runs`` repeated judge runs (seeds 0..runs-1, temperature 0.7 when repeated)
+    with their mean and std."""
     out: dict = {}
     if library is not None:
         ref = {m.entity_id for m in library.mentions(reference)}
@@ -137,10 +149,10 @@ def ragas_scores(answer: str, reference: str, passages: list[str], judge: Option
         per = []
         for seed in range(runs):
             try:
-                per.append(judge_metrics(judge, answer, reference, passages, seed, temp))
+                per.append(judge_metrics(judge, answer, reference, passages, seed, temp, required))
             except LLMError as e:
                 per.append({"error": str(e)})
-        for k in ("faithfulness", "context_precision", "context_recall"):
+        for k in JUDGED + (("conflict",) if required else ()):
             out[k] = spread([p.get(k) for p in per])
         out["judge_failures"] = sum("error" in p for p in per)
     return out

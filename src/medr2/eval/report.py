@@ -216,6 +216,29 @@ def trust_table(summaries: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def ragas_table(summaries: dict[str, dict]) -> Optional[str]:
+    """The RAGAS-style metrics of a trust run, one row per mode; judge metrics with the mean
+    per-question std of repeated judge runs in brackets, and the judged conflict rate (which
+    reads contradictions worded differently from the recommendation)."""
+    have = {m: s["ragas"] for m, s in summaries.items() if s.get("ragas")}
+    if not have:
+        return None
+    cols = [("context_entity_recall", "entity recall"), ("answer_similarity", "answer similarity"),
+            ("faithfulness", "faithfulness"), ("context_precision", "context precision"),
+            ("context_recall", "context recall"), ("conflict", "conflict rate (judge)")]
+
+    def cell(r: dict, k: str) -> str:
+        if r.get(k) is None:
+            return "–"
+        std = r.get(k + "_judge_std")
+        return f"{r[k]:.3f}" + (f" (±{std:.3f})" if std else "")
+
+    lines = ["| mode | " + " | ".join(c for _, c in cols) + " | judge failures |", "|---|" + "---:|" * (len(cols) + 1)]
+    for mode, r in have.items():
+        lines.append(f"| {mode} | " + " | ".join(cell(r, k) for k, _ in cols) + f" | {r.get('judge_failures', 0)} |")
+    return "\n".join(lines)
+
+
 def improvement_grid(rows: list[dict], method: str = "medr2") -> dict[tuple[str, Optional[int]], float]:
     """(model, context window) -> mean over datasets of ``method``'s accuracy minus direct
     answering's on the same dataset, model and answer mode (a log-likelihood run is compared with
@@ -356,6 +379,9 @@ def write_report(run_dirs: list[Path], out: Path, trust_dirs: list[Path] = ()) -
             gen = (m.get("models") or {}).get("generator") or "none (extractive answers)"
             parts += [f"Generator: {gen}; index: {m.get('index', '?')}; commit: {m.get('commit') or '?'}.", ""]
         parts += [trust_table(s)]
+        rag = ragas_table(s)
+        if rag:
+            parts += ["", "RAGAS-style metrics (judge std over repeated runs in brackets):", "", rag]
     if not rows and not trust_dirs:
         raise ValueError("no scored runs found: give eval run output directories (RUN_DIR/<dataset>/<method>/<model>/)")
     f = out / "report.md"

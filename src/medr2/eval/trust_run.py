@@ -127,7 +127,8 @@ def _ragas(evidence: list[dict], row: dict, q: dict, ragas: dict) -> dict:
 
     text = " ".join(x for x in (row.get("rationale"), row.get("answer")) if x)
     return ragas_scores(text, q.get("answer", ""), [e["text"] for e in evidence], ragas.get("judge"),
-                        ragas.get("runs", 1), ragas.get("library"), ragas.get("encoder"))
+                        ragas.get("runs", 1), ragas.get("library"), ragas.get("encoder"),
+                        required=[r["text"] for r in q.get("required") or []])
 
 
 def _write(path: Path, data: dict) -> None:
@@ -144,8 +145,8 @@ def ragas_summary(items: list[dict]) -> dict:
     out = {}
     for k in ("context_entity_recall", "answer_similarity"):
         out[k] = mean(i.get(k) for i in items)
-    for k in ("faithfulness", "context_precision", "context_recall"):
-        vals = [i[k] for i in items if isinstance(i.get(k), dict)]
+    for k in ("faithfulness", "context_precision", "context_recall", "conflict"):
+        vals = [i[k] for i in items if isinstance(i.get(k), dict) and i[k].get("mean") is not None]
         if vals:
             out[k] = mean(v["mean"] for v in vals)
             out[k + "_judge_std"] = mean(v["std"] for v in vals)
