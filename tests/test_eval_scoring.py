@@ -261,8 +261,10 @@ def test_runner_retries_failed_answers_reads_raw_text_and_refuses_another_run(tm
     assert rec["prediction"] == "B" and rec["raw_answer"] == "I would give heparin."
     asked = []
     totals = run(qs, lambda q: asked.append(q.id) or {"answer": "B", "rationale": ""}, out,
-                 dict(manifest, dataset="medqa:8", config={"llm": {"n_threads": 8, "generator": "a"}}), progress=False)
-    assert asked == ["q1"] and totals["retried_errors"] == 1  # only the failed one; size and threads may change
+                 dict(manifest, shard="0/1", config={"llm": {"n_threads": 8, "generator": "a"}}), progress=False)
+    assert asked == ["q1"] and totals["retried_errors"] == 1  # only the failed one; threads may change
+    with pytest.raises(RunMismatch, match="dataset"):  # another subset size is another draw of questions
+        run(qs, flaky, out, dict(manifest, dataset="medqa:8"), progress=False)
     assert score_run(tmp_path)[0]["accuracy"] == 75.0
     with pytest.raises(RunMismatch, match="subset_seed"):
         run(qs, flaky, out, dict(manifest, subset_seed=1), progress=False)

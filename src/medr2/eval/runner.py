@@ -154,13 +154,16 @@ _RUNTIME_ONLY = {"llm": {"n_threads", "timeout_s", "retries", "backoff_s", "conc
 
 
 def run_identity(manifest: dict) -> dict:
-    """What must agree for two invocations to write into one run directory: the dataset (not
-    its size: seeded subsets are nested), subset seed, method, answer mode, models, index, own-source
-    rule and the config, less runtime-only settings.
+    """What must agree for two invocations to write into one run directory: the dataset and its
+    subset size (seeded subsets of different sizes are different draws, not one inside the
+    other), subset seed, method, answer mode, models, index, own-source rule and the config, less
+    runtime-only settings. ``--limit`` and ``--shard`` only split one run.
 
     >>> a = run_identity({"dataset": "medqa:100", "subset_seed": 0, "config": {"llm": {"n_threads": 2}}})
-    >>> a == run_identity({"dataset": "medqa:200", "subset_seed": 0, "config": {"llm": {"n_threads": 8}}})
+    >>> a == run_identity({"dataset": "medqa:100", "subset_seed": 0, "config": {"llm": {"n_threads": 8}}})
     True
+    >>> a == run_identity({"dataset": "medqa:200", "subset_seed": 0, "config": {"llm": {"n_threads": 2}}})
+    False
     """
     cfg = {}
     for section, values in (manifest.get("config") or {}).items():
@@ -168,7 +171,7 @@ def run_identity(manifest: dict) -> dict:
         if drop is None:
             continue
         cfg[section] = {k: v for k, v in values.items() if k not in drop} if isinstance(values, dict) else values
-    return {"dataset": str(manifest.get("dataset", "")).partition(":")[0], "subset_seed": manifest.get("subset_seed"),
+    return {"dataset": manifest.get("dataset"), "subset_seed": manifest.get("subset_seed"),
             **{k: manifest.get(k) for k in ("method", "answer_mode", "models", "index", "own_source_excluded")},
             "config": cfg}
 
