@@ -84,6 +84,11 @@ def test_trust_table_and_grid():
           {"dataset": "medqa", "method": "medr2+loglik@1024", "model": "q", "accuracy": 44.0, "context_tokens": 1024},
           {"dataset": "medqa", "method": "medr2+loglik@4096", "model": "q", "accuracy": 50.0, "context_tokens": 4096}]
     assert improvement_grid(ll) == {("q loglik", 1024): 4.0, ("q loglik", 4096): 10.0}
+    # with per-question marks, each window is compared with direct on the questions both answered
+    marks = {("medqa", "direct+loglik", "q"): {"a": False, "b": True, "c": False},
+             ("medqa", "medr2+loglik@1024", "q"): {"a": True, "b": True},
+             ("medqa", "medr2+loglik@4096", "q"): {"a": False, "b": False, "c": True}}
+    assert improvement_grid(ll, marks=marks) == {("q loglik", 1024): 50.0, ("q loglik", 4096): 0.0}
 
 
 def test_eval_report_end_to_end(tmp_path):

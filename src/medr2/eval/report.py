@@ -239,23 +239,31 @@ def ragas_table(summaries: dict[str, dict]) -> Optional[str]:
     return "\n".join(lines)
 
 
-def improvement_grid(rows: list[dict], method: str = "medr2") -> dict[tuple[str, Optional[int]], float]:
+def improvement_grid(rows: list[dict], method: str = "medr2",
+                     marks: Optional[dict[tuple[str, str, str], dict[str, bool]]] = None
+                     ) -> dict[tuple[str, Optional[int]], float]:
     """(model, context window) -> mean over datasets of ``method``'s accuracy minus direct
     answering's on the same dataset, model and answer mode (a log-likelihood run is compared with
-    ``direct+loglik`` and its model is labelled "MODEL loglik"). Rows carry the context window of
-    their run as ``context_tokens``; a method run at several windows has one row per window
-    (``collect`` names them ``METHOD@WINDOW``)."""
+    ``direct+loglik`` and its model is labelled "MODEL loglik"); with per-question ``marks``
+    over the questions both answered. Rows carry the context window of their run as
+    ``context_tokens``; a method run at several windows has one row per window (``collect``
+    names them ``METHOD@WINDOW``)."""
     diffs: dict[tuple[str, Optional[int]], list[float]] = {}
     for r in rows:
         name = r["method"].split("@")[0]
         loglik = name.endswith(LOGLIK)
         if name != method + (LOGLIK if loglik else ""):
             continue
-        ref = next((x for x in rows if x["method"] == "direct" + (LOGLIK if loglik else "")
-                    and x["dataset"] == r["dataset"] and x["model"] == r["model"]), None)
-        if ref is not None:
-            key = (r["model"] + (" loglik" if loglik else ""), r.get("context_tokens"))
-            diffs.setdefault(key, []).append(r["accuracy"] - ref["accuracy"])
+        direct = "direct" + (LOGLIK if loglik else "")
+        ref = next((x for x in rows if x["method"] == direct and x["dataset"] == r["dataset"]
+                    and x["model"] == r["model"]), None)
+        if ref is None:
+            continue
+        diff: Optional[float] = r["accuracy"] - ref["accuracy"]
+        if marks is not None:
+            diff, _ = _paired_delta(marks, r["model"], r["method"], direct, [r["dataset"]])
+        if diff is not None:
+            diffs.setdefault((r["model"] + (" loglik" if loglik else ""), r.get("context_tokens")), []).append(diff)
     return {k: sum(v) / len(v) for k, v in diffs.items()}
 
 
@@ -366,7 +374,7 @@ def write_report(run_dirs: list[Path], out: Path, trust_dirs: list[Path] = ()) -
         png = out / f"bars-{_slug(model)}.png"
         plot_bars(rows, model, png)
         parts += ["", f"![accuracy by method]({png.name})"]
-    grid = improvement_grid(rows)
+    grid = improvement_grid(rows, marks=meta["marks"])
     if len({c for _, c in grid}) > 1 or len({m for m, _ in grid}) > 1:
         plot_heatmap(grid, out / "heatmap.png")
         parts += ["", "## Improvement over direct answering by context window and model", "", "![heatmap](heatmap.png)"]
