@@ -576,7 +576,7 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
     out = Path(out_dir) / dataset_dir / safe_name(method + ("+loglik" if answer_mode == "loglik" else "")) / model
     manifest = {"dataset": dataset_spec, "subset_seed": seed, "shard": shard, "method": method,
                 "answer_mode": answer_mode, "own_source_excluded": not allow_own_source,
-                "models": engine.model_names(), "index": str(index_dir), "corpus": engine.index.stats().get("by_source_type"),
+                "models": engine.model_names(), "index": str(Path(index_dir).resolve()), "corpus": engine.index.stats().get("by_source_type"),
                 "config": engine.config.model_dump(mode="json")}
     from medr2.eval.runner import RunMismatch
 
