@@ -537,8 +537,8 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
              answer_mode, allow_own_source, progress):
     """Answer a benchmark with a pipeline; resumable (rerun to continue), cached, shardable."""
     from medr2.eval.datasets import DatasetError
-    from medr2.eval.runner import (in_shard, load_questions, own_sources, parse_dataset_spec, parse_shard, run,
-                                   safe_name, subset)
+    from medr2.eval.runner import (RunMismatch, in_shard, load_questions, own_sources, parse_dataset_spec,
+                                   parse_shard, run, safe_name, subset)
     from medr2.llm.base import LLMError, LLMOutputError
     from medr2.pipelines import Engine, Pipeline
     from medr2.search.hybrid import QueryError
@@ -576,9 +576,8 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
     out = Path(out_dir) / dataset_dir / safe_name(method + ("+loglik" if answer_mode == "loglik" else "")) / model
     manifest = {"dataset": dataset_spec, "subset_seed": seed, "shard": shard, "method": method,
                 "answer_mode": answer_mode, "own_source_excluded": not allow_own_source,
-                "models": engine.model_names(), "index": str(Path(index_dir).resolve()), "corpus": engine.index.stats().get("by_source_type"),
-                "config": engine.config.model_dump(mode="json")}
-    from medr2.eval.runner import RunMismatch
+                "models": engine.model_names(), "index": str(Path(index_dir).resolve()),
+                "corpus": engine.index.stats().get("by_source_type"), "config": engine.config.model_dump(mode="json")}
 
     try:
         totals = run(qs, answer, out, manifest, progress=progress if progress is not None else sys.stderr.isatty())
