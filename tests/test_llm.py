@@ -93,3 +93,46 @@ def test_missing_model_file_is_a_clear_error(tmp_path):
         resolve_gguf(str(tmp_path / "none.gguf"))
     with pytest.raises(LLMError, match="unknown bundled"):
         resolve_gguf("bundled:gpt-9")
+
+
+class CappedRationale:
+    """Plumbing fake: its chain of thought always runs past the token cap (the JSON ends inside
+    the rationale string); asked without one, it answers B. Can be told the server is down."""
+
+    name = "capped"
+    temperature = 0.0
+    seed = 0
+
+    def __init__(self, down=False):
+        self.down = down
+        self.calls = []
+
+    def chat(self, messages, max_tokens=512, temperature=0.0, seed=0, json_schema=None):
+        if self.down:
+            raise LLMError("capped: connection refused")
+        cot = "rationale" in json_schema["properties"]
+        self.calls.append("cot" if cot else "plain")
+        text = '{"rationale": "First, the patient' if cot else '{"answer": "B", "citations": [1], "insufficient": false}'
+        if not cot and "citations" not in json_schema["properties"]:
+            text = '{"answer": "B"}'
+        return {"text": text, "prompt_tokens": 1, "completion_tokens": 1}
+
+
+def test_a_chain_of_thought_cut_by_the_token_cap_is_answered_without_one():
+    from medr2.apply.answer import CitedAnswerer, EvidenceItem, direct_answer
+    from medr2.llm.base import LLMOutputError
+
+    opts = {"A": "aspirin", "B": "heparin"}
+    with pytest.raises(LLMOutputError, match="no valid JSON"):
+        structured(CappedRationale(), [{"role": "user", "content": "q"}],
+                   {"type": "object", "required": ["rationale"], "properties": {"rationale": {"type": "string"}}})
+    llm = CappedRationale()
+    ans = direct_answer(llm, "Which drug?", opts, cot=True, max_tokens=64)
+    assert ans.answer == "B" and "answered without one" in ans.notes[0] and llm.calls == ["cot"] * 3 + ["plain"]
+    ev = [EvidenceItem(1, "p1", "t", "guideline", 3, "Heparin is used.")]
+    cited = CitedAnswerer(CappedRationale(), cot=True, few_shot=0, max_tokens=64).answer("Which drug?", opts, ev)
+    assert cited.answer == "B" and cited.citations == ["p1"] and "answered without one" in cited.notes[0]
+    # a server that cannot be reached is not "repaired" by asking it again without CoT
+    with pytest.raises(LLMError, match="connection refused") as e:
+        direct_answer(CappedRationale(down=True), "Which drug?", opts, cot=True, max_tokens=64)
+    assert not isinstance(e.value, LLMOutputError)

@@ -22,7 +22,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
-from medr2.llm.base import LLM, LLMError, structured
+from medr2.llm.base import LLM, LLMError, LLMOutputError, structured
 
 _MARK = re.compile(r"\[(\d+)\]")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -115,7 +115,7 @@ class CitedAnswerer:
         msgs = answer_messages(question, options, items, self.cot, self.few_shot, graph)
         try:
             out = structured(self.llm, msgs, schema, max_tokens=self.max_tokens, retries=self.retries)
-        except LLMError as e:
+        except LLMOutputError as e:  # a call that could not be made at all is not repaired by another
             if not self.cot:
                 raise
             # bounded repair: a rationale that overran max_tokens leaves invalid JSON; answer without it
@@ -185,7 +185,15 @@ def direct_answer(llm: Optional[LLM], question: str, options: dict[str, str], co
 
     if llm is None:
         raise LLMError("the direct pipeline needs an LLM; none is configured")
-    out = structured(llm, direct_messages(question, options, cot), answer_schema(0, options, cot, with_evidence=False),
-                     max_tokens=max_tokens)
-    return Answer(str(out["answer"]).strip(), out.get("rationale", ""), [], [], False, "llm",
-                  ["no retrieval: answer from the model's own knowledge, uncited"])
+    notes = ["no retrieval: answer from the model's own knowledge, uncited"]
+    try:
+        out = structured(llm, direct_messages(question, options, cot),
+                         answer_schema(0, options, cot, with_evidence=False), max_tokens=max_tokens)
+    except LLMOutputError as e:
+        if not cot:
+            raise
+        # as CitedAnswerer: a rationale that overran max_tokens leaves invalid JSON; answer without it
+        out = structured(llm, direct_messages(question, options, False),
+                         answer_schema(0, options, False, with_evidence=False), max_tokens=max_tokens, retries=0)
+        notes.insert(0, f"no valid chain of thought ({str(e)[:160]}); answered without one")
+    return Answer(str(out["answer"]).strip(), out.get("rationale", ""), [], [], False, "llm", notes)
