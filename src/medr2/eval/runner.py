@@ -228,6 +228,7 @@ def run(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestion], dict
 
     out_dir.mkdir(parents=True, exist_ok=True)
     _check_same_run(out_dir, manifest)
+    commit = git_commit()  # the code that answers, read before the checkout can move on
     qs = list(questions)
     todo = [q for q in qs if needs_answer(out_dir / f"{safe_name(q.id)}.json")]
     retried = sum(1 for q in todo if (out_dir / f"{safe_name(q.id)}.json").exists())
@@ -265,7 +266,7 @@ def run(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestion], dict
     if bar is not None:
         bar.close()
     manifest = dict(manifest)
-    manifest.update({"totals": totals, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "commit": git_commit(),
+    manifest.update({"totals": totals, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "commit": commit,
                      "python": platform.python_version(), "versions": versions()})
     shard = manifest.get("shard")
     name = f"manifest-{str(shard).replace('/', '-')}.json" if shard else "manifest.json"
