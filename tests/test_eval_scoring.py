@@ -298,3 +298,34 @@ def test_failures_to_retry_are_told_from_wrong_answers(tmp_path):
     assert not write("log-likelihood ...", "B") and write("...", error="timeout") and not write("...", error=None)
     f.write_text("{broken")
     assert needs_answer(f) and needs_answer(tmp_path / "absent.json")
+
+
+def test_a_killed_run_is_protected_and_messages_are_not_read_as_letters(tmp_path):
+    """The manifest is written when a run starts, so a run killed half-way still refuses to be
+    resumed with other settings; a failure or abstention message (method error / rule) is never
+    parsed into a letter ("no" in "...gave no valid JSON" is not option B)."""
+    from medr2.eval.runner import RunMismatch, run, score_run
+    from medr2.schema import EvalQuestion
+
+    yn = {"A": "yes", "B": "no", "C": "maybe"}
+    qs = [EvalQuestion(dataset="pubmedqa", id=f"q{i}", question="?", options=yn, answer="B") for i in range(3)]
+    out = tmp_path / "pubmedqa" / "vanilla_rag" / "m"
+    manifest = {"dataset": "pubmedqa:3", "subset_seed": 0, "method": "vanilla_rag"}
+
+    def killed(q):
+        if q.id == "q1":
+            raise KeyboardInterrupt
+        return {"answer": "Insufficient evidence: the generator failed (m gave no valid JSON).", "method": "error",
+                "error": "m gave no valid JSON", "insufficient": True}
+
+    with pytest.raises(KeyboardInterrupt):
+        run(qs, killed, out, manifest, progress=False)
+    assert json.loads((out / "manifest.json").read_text())["dataset"] == "pubmedqa:3"
+    rec = json.loads((out / "q0.json").read_text())[1]
+    assert rec["prediction"] == "" and rec["error"] and not rec["correct"]
+    with pytest.raises(RunMismatch, match="subset_seed"):
+        run(qs, killed, out, dict(manifest, subset_seed=5), progress=False)
+    run(qs, lambda q: {"answer": "Insufficient evidence: no passage says no.", "method": "rule", "insufficient": True},
+        out, manifest, progress=False)
+    (row,) = score_run(tmp_path)
+    assert (row["accuracy"], row["insufficient"], row["unparsed"], row["errors"]) == (0.0, 3, 0, 0)

@@ -108,6 +108,9 @@ def test_eval_report_end_to_end(tmp_path):
     runs2 = tmp_path / "runs2"  # the small model's medr2 again at another window, in its own run dir
     run(qs, fake_answer(2), runs2 / "medqa" / "medr2" / "small", {"method": "medr2", "subset_seed": 7, "commit": "abc",
         "config": {"appraise": {"context_tokens": 4096}}}, progress=False)
+    # direct answering run there too, with that setting: it reads no evidence, so it stays "direct"
+    run(qs, fake_answer(3), runs2 / "medqa" / "direct" / "small", {"method": "direct", "subset_seed": 7,
+        "commit": "abc", "config": {"appraise": {"context_tokens": 4096}}}, progress=False)
     trust = tmp_path / "trust"
     trust.mkdir()
     (trust / "summary.json").write_text(json.dumps({"passage": {"n": 2, "omission": 0.5, "conflict_rate": 0.0,
@@ -120,6 +123,7 @@ def test_eval_report_end_to_end(tmp_path):
     assert "## small" in md and "## big" in md and "**100.00 ± 0.00**" in md
     assert "Trust metrics" in md and "| passage | 2 |" in md
     assert "| medr2@1200 | **100.00 ± 0.00** |" in md and "| medr2@4096 | 50.00 ± 15.81 |" in md
+    assert "| direct |" in md and "direct@" not in md
     for png in ("bars-small.png", "bars-big.png", "heatmap.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert CliRunner().invoke(main, ["eval", "report", "--out", str(out)]).exit_code == 2

@@ -568,7 +568,7 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
             return {"answer": "", "rationale": f"not answered: {e}", "insufficient": True,
                     "error": None if isinstance(e, LLMOutputError) else str(e)}
         return {"answer": res.answer, "rationale": res.rationale, "citations": res.citations,
-                "insufficient": res.insufficient, "usage": res.usage,
+                "insufficient": res.insufficient, "usage": res.usage, "method": res.method,
                 "error": res.answer if res.method == "error" else None,  # "...the generator failed (why)"
                 "context": [{"passage_id": r.passage_id, "doc_id": r.doc_id} for r in res.evidence if r.kept]}
 

@@ -294,8 +294,9 @@ def collect(run_dirs: list[Path]) -> tuple[list[dict], dict[str, Any]]:
             rows.append(dict(r, context_tokens=ctx.get((r["dataset"], r["method"], r["model"]))))
         marks += [(k, ctx.get(k), v) for k, v in question_marks(records).items()]
     windows: dict[tuple[str, str, str], set] = {}
-    for r in rows:
-        windows.setdefault((r["dataset"], r["method"], r["model"]), set()).add(r["context_tokens"])
+    for r in rows:  # direct answering reads no evidence: its window is no axis
+        if r["context_tokens"] is not None and not r["method"].startswith("direct"):
+            windows.setdefault((r["dataset"], r["method"], r["model"]), set()).add(r["context_tokens"])
     several = {(m, mo) for (d, m, mo), w in windows.items() if len(w) > 1}
     for r in rows:
         if (r["method"], r["model"]) in several:

@@ -145,6 +145,10 @@ def write_atomic(path: Path, data: object) -> None:
     os.replace(tmp, path)
 
 
+# Answer methods whose text is a message, not the model's answer (see medr2.pipelines.FAILED)
+NO_LETTER = ("error", "invalid_output", "rule")
+
+
 class RunMismatch(ValueError):
     """The output directory holds a different run; the message says what differs."""
 
@@ -229,6 +233,10 @@ def run(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestion], dict
     out_dir.mkdir(parents=True, exist_ok=True)
     _check_same_run(out_dir, manifest)
     commit = git_commit()  # the code that answers, read before the checkout can move on
+    shard = manifest.get("shard")
+    manifest_path = out_dir / (f"manifest-{str(shard).replace('/', '-')}.json" if shard else "manifest.json")
+    if not manifest_path.exists():  # written first, so that a killed run is protected when resumed
+        write_atomic(manifest_path, {**manifest, "commit": commit, "started": time.strftime("%Y-%m-%dT%H:%M:%S")})
     qs = list(questions)
     todo = [q for q in qs if needs_answer(out_dir / f"{safe_name(q.id)}.json")]
     retried = sum(1 for q in todo if (out_dir / f"{safe_name(q.id)}.json").exists())
@@ -245,10 +253,12 @@ def run(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestion], dict
         secs = time.perf_counter() - t
         letter = res.get("answer", "") or ""
         if q.options and letter not in q.options:
-            letter = extract_letter(letter, q.options) or ""
+            # the model's free text is read for a letter; a failure or abstention message is not
+            letter = "" if res.get("method") in NO_LETTER else (extract_letter(letter, q.options) or "")
         record = {"id": q.id, "dataset": q.dataset, "gold": q.answer, "prediction": letter,
                   "correct": bool(q.options) and letter == q.answer, "insufficient": res.get("insufficient", False),
-                  "unparsed": bool(q.options) and not letter and not res.get("error"), "error": res.get("error"),
+                  "unparsed": bool(q.options) and not letter and not res.get("error") and not res.get("insufficient"),
+                  "error": res.get("error"),
                   "raw_answer": res.get("answer", "") if letter != res.get("answer", "") else None,
                   "citations": res.get("citations", []), "context": res.get("context", []), "seconds": round(secs, 3),
                   "usage": res.get("usage", {})}
@@ -268,9 +278,7 @@ def run(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestion], dict
     manifest = dict(manifest)
     manifest.update({"totals": totals, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "commit": commit,
                      "python": platform.python_version(), "versions": versions()})
-    shard = manifest.get("shard")
-    name = f"manifest-{str(shard).replace('/', '-')}.json" if shard else "manifest.json"
-    write_atomic(out_dir / name, manifest)
+    write_atomic(manifest_path, manifest)
     return totals
 
 
@@ -315,9 +323,9 @@ def score_run(root: Path, records: Optional[dict] = None) -> list[dict]:
         rows.append({"dataset": d, "method": m, "model": model, "n": len(marks), "accuracy": round(acc * 100, 2),
                      "std": round(std * 100, 2), "seconds": round(sum(secs) / len(secs), 2) if secs else None,
                      "median_seconds": round(statistics.median(secs), 2) if secs else None,
-                     # no option letter and no failure (records of older runs lack the flag)
+                     # no option letter, no failure, no abstention (records of older runs lack the flag)
                      "unparsed": sum(1 for r in recs.values() if r.get("unparsed", not r.get("prediction"))
-                                     and not r.get("error")),
+                                     and not r.get("error") and not r.get("insufficient")),
                      "insufficient": sum(1 for r in recs.values() if r.get("insufficient")),
                      "errors": sum(1 for r in recs.values() if r.get("error"))})
     return rows
