@@ -103,7 +103,7 @@ def zh_index() -> Path:
     # Dense vectors from the bundled multilingual-e5-small (MiniLM is English-only). The terms
     # standard is one 40,000-line document; its numbered outline (3 parts, 33 chapters, 3,951 term
     # entries) gives Med-R2's units, so its default truncation of units over 10,000 tokens keeps
-    # every entry (3,986 of 3,988 headed sections) and cuts only the unnumbered pinyin / stroke /
+    # every entry (3,986 of 3,987 headed sections) and cuts only the unnumbered pinyin / stroke /
     # English indices that close each part (dot-leader lists, noise to retrieval).
     zh_cfg = src / "zh.toml"
     zh_cfg.write_text('[dense]\nmodel = "bundled:multilingual-e5-small"\n', encoding="utf-8")

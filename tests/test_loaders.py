@@ -307,6 +307,26 @@ def test_outline_leaves_lists_doses_and_sentences_alone():
     assert [(b.level, b.heading) for b in blocks] == [(0, "")]
 
 
+def test_outline_is_not_fooled_by_dates_prose_doses_and_running_headers():
+    # a date before the outline does not become heading 15 and block the real one
+    assert _heads("15 March 2021\nIntro body.\n1. Scope\nAdults.\n2. Methods\nTrials.\n") == \
+        [(1, "1 Scope"), (1, "2 Methods")]
+    # prose that mentions a part or chapter, in English or Chinese
+    prose = ("1 Scope\nText.\nPart 1 of the trial enrolled adults with\nasthma.\n患者的治疗方案详见第三章中有关\n"
+             "内容。\n2 Therapy\nText.\n")
+    assert _heads(prose) == [(1, "1 Scope"), (1, "2 Therapy")]
+    # doses and wrapped numbered sentences
+    assert _heads("Dosing\n1 tablet at night\nor\n2 mg/kg twice\nthen\n1 μg/kg\nmore\n") == []
+    assert _heads("1. Offer metformin to adults with type 2\ndiabetes first.\n2. Add a sulfonylurea if the\n"
+                  "target is missed.\n") == []
+    # a running header repeated on every page is one chapter, not one per page
+    pages = "CHAPTER 3 Diabetes\n3.1 Diagnosis\nHbA1c.\nCHAPTER 3 Diabetes\n3.2 Therapy\nMetformin.\n"
+    assert _heads(pages) == [(1, "CHAPTER 3 Diabetes"), (3, "3.1 Diagnosis"), (3, "3.2 Therapy")]
+    # Chinese "1、" and full-width "1．" numbering
+    assert _heads("1、总则\n本指南适用于成人。\n2、诊断\n依据症状。\n2.1 体征\n发热。\n") == \
+        [(1, "1 总则"), (1, "2 诊断"), (2, "2.1 体征")]
+
+
 def test_outline_chinese_parts_chapters_and_restarted_numbering():
     text = ("中医临床诊疗术语 第2部分：证候\n1\u3000范围\n本文件收录证候术语。\n2\u3000八纲证候类术语\n泛指八纲。\n"
             "2.1\n    阴证  yin syndrome\n与阳证相对。\n"
