@@ -564,9 +564,11 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
         try:
             res = pipe.run(q.question, q.options, frozenset() if allow_own_source else own_sources(q))
         except (QueryError, LLMError, ValueError) as e:
-            # a model that never answered in the form asked is a wrong answer, not a failure to retry
-            return {"answer": "", "rationale": f"not answered: {e}", "insufficient": True,
-                    "error": None if isinstance(e, LLMOutputError) else str(e)}
+            # only a call that could not be made is retried on resume; a refused question or a model
+            # that never answered in the form asked gives the same again, so it is a wrong answer
+            transient = isinstance(e, LLMError) and not isinstance(e, LLMOutputError)
+            return {"answer": "", "rationale": f"not answered: {e}", "insufficient": True, "method": "rule",
+                    "error": str(e) if transient else None}
         return {"answer": res.answer, "rationale": res.rationale, "citations": res.citations,
                 "insufficient": res.insufficient, "usage": res.usage, "method": res.method,
                 "error": res.answer if res.method == "error" else None,  # "...the generator failed (why)"

@@ -5,7 +5,7 @@ a JSON list whose first element is the JSON string ``{"step_by_step_thinking", "
 (so MIRAGE's scorer and ``medr2 eval score --mirage OUT`` read it) and whose second element is
 medr2's full record (gold, prediction, citations, usage, seconds). A killed run continues where
 it stopped: questions whose file exists are skipped, except those whose record says the answer
-failed (``error``: the generator or server failed, the query was refused), which are asked
+failed (``error``: the generator or its server could not be reached or run), which are asked
 again. ``manifest.json`` beside the files (``manifest-I-N.json`` for shard I/N, so parallel
 shards do not overwrite each other) holds the config, models, corpus, versions, seed and totals;
 resuming into a directory whose run differs (dataset, seed, method, answer mode, models, index
