@@ -730,7 +730,8 @@ def _print_averages(rows: list[dict], key: str) -> None:
         return
     click.echo("")
     for (k, model), (acc, n_sets) in avg.items():
-        click.echo(f"{'Avg':<14} {k:<24} {model[:28]:<28} {n_sets:>5} {acc:>7.2f}  (mean over {n_sets} dataset{'s' if n_sets > 1 else ''})")
+        sets = f"{n_sets} dataset" + ("s" if n_sets > 1 else "")
+        click.echo(f"{'Avg':<14} {k:<24} {model[:28]:<28} {n_sets:>5} {acc:>7.2f}  (mean over {sets})")
 
 
 @main.command()
