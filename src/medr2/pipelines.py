@@ -32,7 +32,7 @@ from medr2.appraise.doc_type import EmbeddingDocTyper, LLMDocTyper
 from medr2.appraise.evidence_level import EvidenceLeveler
 from medr2.appraise.llm_rerank import LLMPointwiseReranker
 from medr2.appraise.usefulness import UsefulnessScorer
-from medr2.apply.answer import Answer, CitedAnswerer, EvidenceItem, direct_answer
+from medr2.apply.answer import FAILED, Answer, CitedAnswerer, EvidenceItem, direct_answer
 from medr2.apply.pack import pack
 from medr2.assess.stop_rule import answer_agreement, mean_shift, should_stop
 from medr2.config import Config
@@ -271,9 +271,6 @@ def language_family(value: Optional[str]) -> str:
     if v.startswith(("en", "eng")):
         return "en"
     return v
-
-
-FAILED = ("error", "invalid_output")  # Answer.method of an answer the generator could not give
 
 
 def failed_answer(err: Exception) -> Answer:

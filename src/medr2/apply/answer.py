@@ -91,6 +91,11 @@ def answer_schema(n: int, options: dict[str, str], cot: bool, with_evidence: boo
     return {"type": "object", "additionalProperties": False, "required": list(props), "properties": props}
 
 
+# Answer.method of an answer the generator could not give: the call could not be made, or the
+# model never answered in the form asked
+FAILED = ("error", "invalid_output")
+
+
 class CitedAnswerer:
     def __init__(self, llm: Optional[LLM], cot: bool = True, few_shot: int = 2, max_tokens: int = 400,
                  retries: int = 2):

@@ -145,8 +145,6 @@ def write_atomic(path: Path, data: object) -> None:
     os.replace(tmp, path)
 
 
-# Answer methods whose text is a message, not the model's answer (see medr2.pipelines.FAILED)
-NO_LETTER = ("error", "invalid_output", "rule")
 
 
 class RunMismatch(ValueError):
@@ -228,6 +226,7 @@ def run(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestion], dict
     says why no answer could be made (asked again on resume). An answer that is no option letter
     is read with :func:`medr2.eval.scoring.extract_letter`; one that still gives none is counted
     ``unparsed`` (and wrong)."""
+    from medr2.apply.answer import FAILED
     from medr2.eval.scoring import extract_letter
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -254,7 +253,7 @@ def run(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestion], dict
         letter = res.get("answer", "") or ""
         if q.options and letter not in q.options:
             # the model's free text is read for a letter; a failure or abstention message is not
-            letter = "" if res.get("method") in NO_LETTER else (extract_letter(letter, q.options) or "")
+            letter = "" if res.get("method") in (*FAILED, "rule") else (extract_letter(letter, q.options) or "")
         record = {"id": q.id, "dataset": q.dataset, "gold": q.answer, "prediction": letter,
                   "correct": bool(q.options) and letter == q.answer, "insufficient": res.get("insufficient", False),
                   "unparsed": bool(q.options) and not letter and not res.get("error") and not res.get("insufficient"),

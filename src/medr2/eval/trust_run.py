@@ -69,7 +69,7 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
     """``ragas``: {"judge": LLM or None, "runs": int, "library": EntityLibrary, "encoder": ...} adds the
     RAGAS-style metrics (:mod:`medr2.eval.ragas`) to every row, rows kept from an earlier run too.
     ``manifest.json`` beside ``summary.json`` names the models, index, commit and versions."""
-    from medr2.eval.runner import git_commit, versions
+    from medr2.eval.runner import git_commit, versions, write_atomic
     from medr2.pipelines import Pipeline
 
     for m in modes:
@@ -89,7 +89,7 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
                 row = json.loads(f.read_text(encoding="utf-8"))
                 if ragas is not None and "ragas" not in row and row.get("evidence") is not None:
                     row["ragas"] = _ragas(row["evidence"], row, q, ragas)
-                    _write(f, row)
+                    write_atomic(f, row)
                 rows.append(row)
                 continue
             t = time.perf_counter()
@@ -107,7 +107,7 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
                                for e in res.get("evidence") or [] if e.get("kept")]
             if ragas is not None:
                 row["ragas"] = _ragas(row["evidence"], row, q, ragas)
-            _write(f, row)
+            write_atomic(f, row)
             rows.append(row)
             if progress:
                 progress(f"{mode} {q['id']}")
@@ -115,7 +115,7 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
         if any("ragas" in r for r in rows):
             summary[mode]["ragas"] = ragas_summary([r["ragas"] for r in rows if "ragas" in r])
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    _write(out_dir / "manifest.json", {
+    write_atomic(out_dir / "manifest.json", {
         "modes": modes, "questions": len(questions), "models": engine.model_names(), "index": str(engine.index.path),
         "commit": git_commit(), "versions": versions(), "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "config": engine.config.model_dump(mode="json")})
@@ -130,11 +130,6 @@ def _ragas(evidence: list[dict], row: dict, q: dict, ragas: dict) -> dict:
                         ragas.get("runs", 1), ragas.get("library"), ragas.get("encoder"),
                         required=[r["text"] for r in q.get("required") or []])
 
-
-def _write(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
-    tmp.replace(path)
 
 
 def ragas_summary(items: list[dict]) -> dict:
