@@ -7,6 +7,7 @@ does not stop the others. Runs go to ``bench/out/eval/runs`` (not committed).
 
     python bench/eval.py --phase direct            # direct answering, every dataset
     python bench/eval.py --phase rag --datasets mmlu,pubmedqa
+    python bench/eval.py --phase amt --datasets mmlu  # the LLM-AMT-style baseline
     python bench/eval.py --phase trust             # trust metrics on bench/data/ngc_questions.jsonl
     python bench/eval.py --phase report            # bench/out/eval/report/report.md + PNGs
     python bench/eval.py --phase mirage            # re-score MIRAGE's stored predictions
@@ -44,6 +45,7 @@ PHASES = {
     "rag": ["vanilla_rag"],
     "medr2": ["medr2"],
     "ablations": ["+reformulator", "+reranker", "+reformulator+reranker"],
+    "amt": ["llm_amt"],
 }
 
 

@@ -338,7 +338,7 @@ def test_loglik_pick_and_prompt_are_pure():
 def test_loglik_answer_mode(smol_engine):
     opts = {"A": "Metformin", "B": "An SGLT2 inhibitor", "C": "Insulin glargine"}
     q = "Which drug slows kidney disease progression in type 2 diabetes?"
-    for name in ("direct", "vanilla_rag"):
+    for name in ("direct", "vanilla_rag", "llm_amt"):  # llm_amt: expansion and refinement generate, the answer is scored
         res = Pipeline(smol_engine, name, answer_mode="loglik").run(q, opts)
         assert res.method == "loglik" and res.answer in opts and "log-likelihood" in res.rationale
         assert res.citations == [] and not res.insufficient

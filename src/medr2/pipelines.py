@@ -576,7 +576,8 @@ class Pipeline:
             evidence = self._pack(rows, self._budget())
         with stage("generate"):
             try:
-                ans = e.answerer_cot.answer(question, options, evidence)
+                ans = (self._loglik() if self._use_loglik(options) else e.answerer_cot).answer(
+                    question, options, evidence)
             except LLMError as err:
                 ans = failed_answer(err)
         res.rounds.append(RoundRecord(round=1, query=" | ".join(queries), coarse_ids=[h.passage_id for h in hits],
