@@ -145,8 +145,6 @@ def write_atomic(path: Path, data: object) -> None:
     os.replace(tmp, path)
 
 
-
-
 class RunMismatch(ValueError):
     """The output directory holds a different run; the message says what differs."""
 

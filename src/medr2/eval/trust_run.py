@@ -131,7 +131,6 @@ def _ragas(evidence: list[dict], row: dict, q: dict, ragas: dict) -> dict:
                         required=[r["text"] for r in q.get("required") or []])
 
 
-
 def ragas_summary(items: list[dict]) -> dict:
     """Mean of each RAGAS metric over questions; for judge metrics also the mean per-question std
     over repeated judge runs (the judge's own variance)."""
