@@ -379,7 +379,7 @@ class Pipeline:
                 f"{sorted(langs)} passages; ask in that language or ingest sources in '{qlang}'.",
                 insufficient=True, method="rule"))
             return
-        answerer = self._loglik() if self._use_loglik(options) else (e.answerer_cot if self.s.cot else e.answerer_plain)
+        answerer = self._answerer(options)
         budget = self._budget()
         reference: Optional[str] = None
         if self.s.fine_rerank and e.appraiser.usefulness is not None and e.generator is not None:
@@ -464,6 +464,13 @@ class Pipeline:
             raise ValueError("--answer-mode loglik scores the options of a multiple-choice question; this one has none")
         return True
 
+    def _answerer(self, options: dict[str, str]):
+        """The answer step: letters scored in loglik mode, else the cited answerer (with a chain of
+        thought when the pipeline has one)."""
+        if self._use_loglik(options):
+            return self._loglik()
+        return self.engine.answerer_cot if self.s.cot else self.engine.answerer_plain
+
     def _loglik(self):
         from medr2.apply.loglik import LoglikAnswerer
 
@@ -504,8 +511,7 @@ class Pipeline:
                           for c in cases)
         with stage("generate"):
             try:
-                ans = (self._loglik() if self._use_loglik(options) else e.answerer_cot).answer(
-                    question, options, evidence, graph=block or None)
+                ans = self._answerer(options).answer(question, options, evidence, graph=block or None)
             except LLMError as err:
                 ans = failed_answer(err)
         if not triples:
@@ -576,8 +582,7 @@ class Pipeline:
             evidence = self._pack(rows, self._budget())
         with stage("generate"):
             try:
-                ans = (self._loglik() if self._use_loglik(options) else e.answerer_cot).answer(
-                    question, options, evidence)
+                ans = self._answerer(options).answer(question, options, evidence)
             except LLMError as err:
                 ans = failed_answer(err)
         res.rounds.append(RoundRecord(round=1, query=" | ".join(queries), coarse_ids=[h.passage_id for h in hits],
