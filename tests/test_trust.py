@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from medr2.cli import main
-from medr2.eval.trust import (claim_sentences, conflicts, grounded_precision, holds, invalid_citation_rate, omission,
-                              score_answer, unsupported_claim_rate)
+from medr2.eval.trust import (answered_fresh, claim_sentences, conflicts, grounded_precision, holds,
+                              invalid_citation_rate, omission, score_answer, summarize, unsupported_claim_rate)
 
 from conftest import ROOT, SHARED
 
@@ -48,6 +48,19 @@ def test_score_answer_layout():
     m = score_answer(res, [REQ])
     assert m["omission"] == 0.0 and m["grounded_precision"] == 1.0 and m["invalid_citation"] == 0.0
     assert m["unsupported"] == 0.0 and not m["conflict"]
+
+
+def test_uncached_seconds():
+    fresh = {"calls": 2, "stages": {"generate": {"calls": 2, "cached_calls": 0}}}
+    cached = {"calls": 1, "stages": {"generate": {"calls": 1, "cached_calls": 1}}}
+    metrics = {"omission": 0.0, "conflict": False, "unsupported": 0.0, "invalid_citation": None,
+               "grounded_precision": None, "insufficient": False}
+    rows = [{"metrics": metrics, "seconds": 10.0, "usage": fresh}, {"metrics": metrics, "seconds": 0.5, "usage": cached},
+            {"metrics": metrics, "seconds": 0.1}]  # the oracle: no model call
+    s = summarize(rows)
+    assert s["seconds"] == (10.0 + 0.5 + 0.1) / 3 and s["seconds_uncached"] == 10.0
+    assert answered_fresh(fresh) and not answered_fresh(cached) and not answered_fresh(None)
+    assert not answered_fresh({"calls": 0, "stages": {}})
 
 
 QUESTIONS = ROOT / "bench" / "data" / "ngc_questions.jsonl"

@@ -207,11 +207,13 @@ def trust_table(summaries: dict[str, dict]) -> str:
     cols = [("omission", "omission"), ("conflict_rate", "conflict rate"), ("unsupported", "unsupported claims"),
             ("invalid_citation", "invalid citations"), ("grounded_precision", "evidence-grounded precision"),
             ("insufficient_rate", "insufficient")]
-    lines = ["| mode | N | " + " | ".join(c for _, c in cols) + " |", "|---|---:|" + "---:|" * len(cols)]
+    lines = ["| mode | N | " + " | ".join(c for _, c in cols) + " | s / question (uncached) |",
+             "|---|---:|" + "---:|" * (len(cols) + 1)]
     for mode in [m for m in ("no_rag", "passage", "full", "oracle_kg") if m in summaries] + \
             [m for m in summaries if m not in ("no_rag", "passage", "full", "oracle_kg")]:
         s = summaries[mode]
         vals = ["–" if s.get(k) is None else f"{100 * s[k]:.1f}%" for k, _ in cols]
+        vals.append("–" if s.get("seconds_uncached") is None else f"{s['seconds_uncached']:.1f}")
         lines.append(f"| {mode} | {s['n']} | " + " | ".join(vals) + " |")
     return "\n".join(lines)
 

@@ -163,4 +163,13 @@ def summarize(rows: Sequence[dict]) -> dict:
             "invalid_citation": mean(x["invalid_citation"] for x in m),
             "grounded_precision": mean(x["grounded_precision"] for x in m),
             "insufficient_rate": mean(float(x["insufficient"]) for x in m),
-            "seconds": mean(r.get("seconds") for r in rows)}
+            "seconds": mean(r.get("seconds") for r in rows),
+            "seconds_uncached": mean(r.get("seconds") for r in rows if answered_fresh(r.get("usage")))}
+
+
+def answered_fresh(usage: Optional[dict]) -> bool:
+    """Whether a row's model calls all ran (none came from the LLM cache), so its seconds time the
+    method rather than a cache read. Rows without usage (the oracle, older runs) are not."""
+    if not usage or not usage.get("calls"):
+        return False
+    return not any((s or {}).get("cached_calls") for s in (usage.get("stages") or {}).values())

@@ -101,7 +101,8 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
             row = {"id": q["id"], "mode": mode, "question": q["question"], "answer": res.get("answer"),
                    "rationale": res.get("rationale"),
                    "citations": res.get("citations"), "metrics": score_answer(res, required),
-                   "seconds": round(time.perf_counter() - t, 3), "method": res.get("method")}
+                   "seconds": round(time.perf_counter() - t, 3), "method": res.get("method"),
+                   "usage": res.get("usage") or {}}
             # the kept evidence (text included) stays with the row, so metrics can be added later
             row["evidence"] = [{"passage_id": e.get("passage_id"), "text": e.get("text", "")}
                                for e in res.get("evidence") or [] if e.get("kept")]
