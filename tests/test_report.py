@@ -27,18 +27,30 @@ def test_methods_table_bolds_the_best_per_dataset_and_average():
     direct = next(x for x in lines if x.startswith("| direct"))
     medr2 = next(x for x in lines if x.startswith("| medr2"))
     assert "**60.00 ± 4.90**" in direct and "**55.00 ± 5.00**" in medr2
-    # Avg only over medqa, the one dataset every method ran on: medr2's 55 beats direct's 40
-    assert medr2.endswith("| **55.00** |") and direct.endswith("| 40.00 |")
-    assert "N per dataset: medqa 100, pubmedqa 100" in t and "every method ran on: medqa" in t
+    # vanilla_rag and +reranker ran on medqa only: no Avg, and they do not shrink the others' to medqa
+    assert medr2.endswith("| **56.50** |") and direct.endswith("| 50.00 |")  # (55 + 58) / 2, (40 + 60) / 2
+    assert next(x for x in lines if x.startswith("| vanilla_rag")).endswith("| – |")
+    assert "N per dataset: medqa 100, pubmedqa 100" in t and "every other method" not in t
+    assert "No Avg for a method run on one dataset only: vanilla_rag" in t
     both = methods_table([r for r in ROWS if r["method"] in ("direct", "medr2")], "q")
-    assert next(x for x in both.splitlines() if x.startswith("| medr2")).endswith("| **56.50** |")  # (55 + 58) / 2
-    assert "every method ran on" not in both
+    assert next(x for x in both.splitlines() if x.startswith("| medr2")).endswith("| **56.50** |")
+    assert "every method ran on" not in both and "No Avg" not in both
+    # a method on two of three datasets narrows the others' Avg to those two
+    grid = ROWS + [{"dataset": "mmlu", "method": "direct", "model": "q", "n": 100, "accuracy": 30.0, "std": 4.6}]
+    g = methods_table(grid, "q")
+    assert "Avg over the datasets every other method ran on: medqa, pubmedqa" in g
+    assert next(x for x in g.splitlines() if x.startswith("| direct")).endswith("| 50.00 |")
+    # with one dataset in all, every method is averaged over it
+    one = methods_table([r for r in ROWS if r["dataset"] == "medqa"], "q")
+    assert next(x for x in one.splitlines() if x.startswith("| vanilla_rag")).endswith("| 45.00 |")
     # A partial run (fewer questions) shows its N and is never bold, however high.
     part = methods_table(ROWS + [{"dataset": "medqa", "method": "llm_amt", "model": "q", "n": 9, "accuracy": 88.9,
-                                  "std": 10.5}], "q")
+                                  "std": 10.5},
+                                 {"dataset": "pubmedqa", "method": "llm_amt", "model": "q", "n": 100, "accuracy": 50.0,
+                                  "std": 5.0}], "q")
     amt = next(x for x in part.splitlines() if x.startswith("| llm_amt"))
-    assert "88.90 ± 10.50 (N = 9, partial)" in amt and "**" not in amt and amt.endswith("| 88.90 (partial) |")
-    assert next(x for x in part.splitlines() if x.startswith("| medr2")).endswith("| **55.00** |")
+    assert "88.90 ± 10.50 (N = 9, partial)" in amt and "**" not in amt and amt.endswith("| 69.45 (partial) |")
+    assert next(x for x in part.splitlines() if x.startswith("| medr2")).endswith("| **56.50** |")
 
 
 def test_ablation_table_deltas_against_vanilla_rag():

@@ -63,9 +63,11 @@ def averages(rows: list[dict], model: str, datasets: Optional[list[str]] = None)
 
 def methods_table(rows: list[dict], model: str) -> str:
     """Methods x datasets, best in bold. Avg is over the datasets every method was run on, so a
-    method run on fewer datasets is never averaged against a different set. A run that answered
-    fewer questions than the dataset's largest run (a partial run) shows its N and is never
-    bold: its accuracy is over other questions."""
+    method run on fewer datasets is never averaged against a different set. A method run on one
+    dataset only (a side measurement, such as CoT on one set) has no Avg and does not shrink the
+    others' set to its one dataset. A run that answered fewer questions than the dataset's
+    largest run (a partial run) shows its N and is never bold: its accuracy is over other
+    questions."""
     mine = [r for r in rows if r["model"] == model]
     datasets = sorted({r["dataset"] for r in mine})
     methods = _order({r["method"] for r in mine})
@@ -74,8 +76,10 @@ def methods_table(rows: list[dict], model: str) -> str:
     complete = {k for k, r in cell.items() if r["n"] == full[r["dataset"]]}
     best = {d: max((cell[(m, d)]["accuracy"] for m in methods if (m, d) in complete), default=None)
             for d in datasets}
-    common = common_datasets(rows, model, methods)
-    avg = averages(rows, model, common) if common else {}
+    spread = [m for m in methods if sum((m, d) in cell for d in datasets) > 1]
+    averaged = spread if spread and len(datasets) > 1 else methods
+    common = common_datasets(rows, model, averaged)
+    avg = {m: a for m, a in averages(rows, model, common).items() if m in averaged} if common else {}
     whole = {m for m in avg if all((m, d) in complete for d in common)}
     best_avg = max((avg[m] for m in whole), default=None)
     lines = ["| method | " + " | ".join(datasets) + " | Avg |", "|---|" + "---:|" * (len(datasets) + 1)]
@@ -98,8 +102,12 @@ def methods_table(rows: list[dict], model: str) -> str:
             cells.append("–")
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
     ns = {d: sorted({cell[(m, d)]["n"] for m in methods if (m, d) in cell}) for d in datasets}
+    single = [m for m in methods if m not in averaged]
     note = "" if common == datasets else (
-        "\n\nAvg over the datasets every method ran on: " + (", ".join(common) if common else "none (no Avg)"))
+        "\n\nAvg over the datasets every " + ("other " if single else "") + "method ran on: "
+        + (", ".join(common) if common else "none (no Avg)"))
+    if single:
+        note += "\n\nNo Avg for a method run on one dataset only: " + ", ".join(single)
     return "\n".join(lines) + "\n\nN per dataset: " + ", ".join(
         f"{d} {'/'.join(str(x) for x in n)}" for d, n in ns.items()) + note
 
