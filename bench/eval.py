@@ -3,13 +3,16 @@ benchmark answered by each method, then `medr2 eval report` over all of them.
 
 Every (method, dataset) pair is one `medr2 eval run` process, in the order given, so an
 interrupted grid resumes where it stopped (answered questions are files) and one failing pair
-does not stop the others. Runs go to ``bench/out/eval/runs`` (not committed).
+does not stop the others. The per-question records go to ``bench/results/eval/runs`` and the
+trust rows to ``bench/results/eval/trust``, both committed: a later session (a fresh checkout)
+resumes a partial run and regenerates the report from every run so far. Indexes and model
+caches stay in ``bench/out/eval`` (not committed; rebuilt from ../shared/data).
 
     python bench/eval.py --phase direct            # direct answering, every dataset
     python bench/eval.py --phase rag --datasets mmlu,pubmedqa
     python bench/eval.py --phase amt --datasets mmlu  # the LLM-AMT-style baseline
     python bench/eval.py --phase trust             # trust metrics on bench/data/ngc_questions.jsonl
-    python bench/eval.py --phase report            # bench/out/eval/report/report.md + PNGs
+    python bench/eval.py --phase report            # bench/results/eval/report.md + PNGs
     python bench/eval.py --phase mirage            # re-score MIRAGE's stored predictions
 
 The index is the retrieval benchmark's default index (`python bench/retrieval.py` builds it):
@@ -32,7 +35,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("MEDR2_SHARED_DATA") or ROOT.parent / "shared" / "data")
-OUT = ROOT / "bench" / "out" / "eval"
+OUT = ROOT / "bench" / "out" / "eval"  # indexes and corpora built from ../shared/data
+RESULTS = ROOT / "bench" / "results" / "eval"  # committed: run records, trust rows, the report
 MIRAGE = SHARED / "benchmarks" / "mirage" / "benchmark.json"
 NGC = SHARED / "corpora" / "guidelines" / "ngc_summaries.jsonl"
 TRUST_QUESTIONS = ROOT / "bench" / "data" / "ngc_questions.jsonl"
@@ -159,7 +163,7 @@ def trust(args) -> None:
     llm = args.llm or "none"
     modes = ["passage", "full", "oracle_kg"] + (["no_rag"] if llm != "none" else [])
     cmd = medr2("eval", "trust", "--questions", str(TRUST_QUESTIONS), "--index", str(index), "--llm", llm,
-                "--config", str(args.config), "--out", str(OUT / "trust" / ("extractive" if llm == "none" else llm)),
+                "--config", str(args.config), "--out", str(RESULTS / "trust" / ("extractive" if llm == "none" else llm)),
                 "--ragas")
     for m in modes:
         cmd += ["--mode", m]
@@ -179,7 +183,7 @@ def main() -> None:
     ap.add_argument("--answer-mode", default="loglik", choices=["loglik", "generate"])
     ap.add_argument("--index", type=Path, default=OUT / "index")
     ap.add_argument("--config", type=Path, default=ROOT / "bench" / "eval.toml")
-    ap.add_argument("--runs", type=Path, default=OUT / "runs")
+    ap.add_argument("--runs", type=Path, default=RESULTS / "runs")
     args = ap.parse_args()
     if args.phase == "mirage":
         pred = SHARED / "benchmarks" / "mirage" / "prediction_sample"
@@ -189,8 +193,8 @@ def main() -> None:
         trust(args)
         return
     if args.phase == "report":
-        trust_dirs = sorted(d for d in (OUT / "trust").glob("*") if (d / "summary.json").exists())
-        cmd = medr2("eval", "report", str(args.runs), "--out", str(OUT / "report"))
+        trust_dirs = sorted(d for d in (RESULTS / "trust").glob("*") if (d / "summary.json").exists())
+        cmd = medr2("eval", "report", str(args.runs), "--out", str(RESULTS))
         for d in trust_dirs:
             cmd += ["--trust", str(d)]
         subprocess.check_call(cmd)
