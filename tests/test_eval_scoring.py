@@ -244,8 +244,8 @@ def test_runner_retries_failed_answers_reads_raw_text_and_refuses_another_run(tm
     qs = [EvalQuestion(dataset="medqa", id=f"q{i}", question="?", options={"A": "aspirin", "B": "heparin"}, answer="B")
           for i in range(4)]
     out = tmp_path / "medqa" / "vanilla_rag" / "m"
-    manifest = {"dataset": "medqa:4", "subset_seed": 0, "method": "vanilla_rag",
-                "config": {"llm": {"n_threads": 2, "generator": "a"}}}
+    manifest = {"dataset": "medqa:4", "subset_seed": 0, "method": "vanilla_rag", "index": "/a/index",
+                "corpus": {"paper": {"documents": 3, "passages": 9}}, "config": {"llm": {"n_threads": 2, "generator": "a"}}}
 
     def flaky(q):  # plumbing fake: the server fails on q1, q2 answers in words, q3 says nothing usable
         if q.id == "q1":
@@ -274,6 +274,10 @@ def test_runner_retries_failed_answers_reads_raw_text_and_refuses_another_run(tm
     run(qs, flaky, out, dict(manifest, config={"llm": {"generator": "a", "new_knob": 1}, "appraise": {"x": 1}}),
         progress=False)
     run(qs[:2], flaky, out, dict(manifest, shard="0/2"), progress=False)
+    # the same corpora indexed at another path (a fresh checkout) resume; another corpus does not
+    run(qs, flaky, out, dict(manifest, index="/elsewhere/index"), progress=False)
+    with pytest.raises(RunMismatch, match="corpus"):
+        run(qs, flaky, out, dict(manifest, corpus={"paper": {"documents": 4, "passages": 12}}), progress=False)
     assert (out / "manifest-0-2.json").exists() and (out / "manifest.json").exists()
 
 

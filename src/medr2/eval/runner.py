@@ -8,7 +8,7 @@ it stopped: questions whose file exists are skipped, except those whose record s
 failed (``error``: the generator or its server could not be reached or run), which are asked
 again. ``manifest.json`` beside the files (``manifest-I-N.json`` for shard I/N, so parallel
 shards do not overwrite each other) holds the config, models, corpus, versions, seed and totals;
-resuming into a directory whose run differs (dataset, seed, method, answer mode, models, index
+resuming into a directory whose run differs (dataset, seed, method, answer mode, models, corpus
 or answering config) is refused rather than mixed.
 
 Example::
@@ -156,7 +156,9 @@ _RUNTIME_ONLY = {"llm": {"n_threads", "timeout_s", "retries", "backoff_s", "conc
 def run_identity(manifest: dict) -> dict:
     """What must agree for two invocations to write into one run directory: the dataset and its
     subset size (seeded subsets of different sizes are different draws, not one inside the
-    other), subset seed, method, answer mode, models, index, own-source rule and the config, less
+    other), subset seed, method, answer mode, models, the index's corpus (documents and passages
+    by source type: an index rebuilt from the same corpora, or a checkout moved elsewhere, resumes;
+    the index path is recorded but not compared), own-source rule and the config, less
     runtime-only settings. ``--limit`` and ``--shard`` only split one run.
 
     >>> a = run_identity({"dataset": "medqa:100", "subset_seed": 0, "config": {"llm": {"n_threads": 2}}})
@@ -172,7 +174,7 @@ def run_identity(manifest: dict) -> dict:
             continue
         cfg[section] = {k: v for k, v in values.items() if k not in drop} if isinstance(values, dict) else values
     return {"dataset": manifest.get("dataset"), "subset_seed": manifest.get("subset_seed"),
-            **{k: manifest.get(k) for k in ("method", "answer_mode", "models", "index", "own_source_excluded")},
+            **{k: manifest.get(k) for k in ("method", "answer_mode", "models", "corpus", "own_source_excluded")},
             "config": cfg}
 
 
