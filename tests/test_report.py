@@ -137,6 +137,7 @@ def test_eval_report_end_to_end(tmp_path):
     assert "Trust metrics" in md and "| passage | 2 |" in md
     assert "| medr2@1200 | **100.00 ± 0.00** |" in md and "| medr2@4096 | 50.00 ± 15.81 |" in md
     assert "| direct |" in md and "direct@" not in md
+    assert "### Answers given against gold answers" in md and "| medqa | gold | 10 | 10 | 0 | – |" in md
     for png in ("bars-small.png", "bars-big.png", "heatmap.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert CliRunner().invoke(main, ["eval", "report", "--out", str(out)]).exit_code == 2
@@ -155,3 +156,20 @@ def test_paired_table_compares_on_shared_questions_with_mcnemar():
     assert "| mmlu | direct_cot | direct+loglik | 6 |" in t  # no generated direct run: the loglik one
     assert "| medr2 |" not in t and "| direct+loglik | direct" not in t and paired_table(marks, "other") is None
     assert mcnemar_p(2, 0) == 0.5 and mcnemar_p(0, 12) < 0.001
+
+
+def test_answer_table_shows_which_answers_each_method_gives():
+    from medr2.eval.report import answer_counts, answer_table
+
+    gold = {f"q{i}": "A" if i < 5 else "B" for i in range(10)}  # 5 A, 5 B
+    direct = {i: {"gold": g, "prediction": "A"} for i, g in gold.items()}  # always A
+    rag = {i: {"gold": g, "prediction": g if i != "q0" else ""} for i, g in list(gold.items())[:6]}  # partial, 1 unparsed
+    assert answer_counts(direct) == {"predicted": {"A": 10}, "gold": {"A": 5, "B": 5}}
+    t = answer_table({("mmlu", "direct", "m"): answer_counts(direct),
+                      ("mmlu", "vanilla_rag", "m"): answer_counts(rag)}, "m")
+    assert "| dataset | answers of | N | A | B | none | shift from gold |" in t
+    assert "| mmlu | gold | 10 | 5 | 5 | 0 | – |" in t  # the largest run's questions
+    assert "| mmlu | direct | 10 | 10 | 0 | 0 | 0.50 |" in t
+    # the partial run against the gold of its own 6 questions (5 A, 1 B): q0's A became no answer
+    assert "| mmlu | vanilla_rag | 6 | 4 | 1 | 1 | 0.17 |" in t
+    assert t.index("| direct |") < t.index("| vanilla_rag |") and answer_table({}, "m") is None

@@ -277,6 +277,41 @@ def improvement_grid(rows: list[dict], method: str = "medr2",
     return {k: sum(v) / len(v) for k, v in diffs.items()}
 
 
+def answer_counts(records: dict[str, dict]) -> dict[str, dict[str, int]]:
+    """How often each answer was given and how often it is the gold one, over one run's records
+    (an unparsed or abstained answer is ``""``)."""
+    out: dict[str, dict[str, int]] = {"predicted": {}, "gold": {}}
+    for r in records.values():
+        for side, x in (("predicted", r.get("prediction") or ""), ("gold", r.get("gold") or "")):
+            out[side][x] = out[side].get(x, 0) + 1
+    return out
+
+
+def answer_table(answers: dict[tuple[str, str, str], dict[str, dict[str, int]]], model: str) -> Optional[str]:
+    """Per dataset: how often each answer is right (gold) and how often each method gave it, with
+    the shift between the two (:func:`medr2.eval.scoring.answer_shift`). A partial run's gold row
+    is that of its own questions, so each dataset shows the gold counts of its largest run."""
+    from medr2.eval.scoring import answer_shift
+
+    mine = {(d, m): v for (d, m, mo), v in answers.items() if mo == model and sum(v["predicted"].values())}
+    if not mine:
+        return None
+    labels = sorted({x for v in mine.values() for side in v.values() for x in side if x})
+    labels += [""] if any("" in side for v in mine.values() for side in v.values()) else []
+    head = ["| dataset | answers of | N | " + " | ".join(x or "none" for x in labels) + " | shift from gold |",
+            "|---|---|---:|" + "---:|" * (len(labels) + 1)]
+    lines = []
+    for d in sorted({d for d, _ in mine}):
+        runs = {m: v for (dd, m), v in mine.items() if dd == d}
+        gold = max(runs.values(), key=lambda v: sum(v["gold"].values()))["gold"]
+        lines.append(f"| {d} | gold | {sum(gold.values())} | " + " | ".join(str(gold.get(x, 0)) for x in labels) + " | – |")
+        for m in _order(runs):
+            pred = runs[m]["predicted"]
+            lines.append(f"| {d} | {m} | {sum(pred.values())} | " + " | ".join(str(pred.get(x, 0)) for x in labels)
+                         + f" | {answer_shift(pred, runs[m]['gold']):.2f} |")
+    return "\n".join(head + lines)
+
+
 def collect(run_dirs: list[Path]) -> tuple[list[dict], dict[str, Any]]:
     """Score rows of every run directory and what their manifests say (models, corpus per
     dataset, commit). Each row carries its run's context window (``context_tokens``); when one
@@ -286,7 +321,8 @@ def collect(run_dirs: list[Path]) -> tuple[list[dict], dict[str, Any]]:
 
     rows: list[dict] = []
     marks: list[tuple[tuple[str, str, str], Optional[int], dict[str, bool]]] = []
-    meta: dict[str, Any] = {"commits": set(), "corpus": {}, "seeds": set(), "marks": {}}
+    answers: list[tuple[tuple[str, str, str], Optional[int], dict[str, dict[str, int]]]] = []
+    meta: dict[str, Any] = {"commits": set(), "corpus": {}, "seeds": set(), "marks": {}, "answers": {}}
     for root in run_dirs:
         records = read_records(root)
         ctx: dict[tuple[str, str, str], Optional[int]] = {}
@@ -303,6 +339,7 @@ def collect(run_dirs: list[Path]) -> tuple[list[dict], dict[str, Any]]:
         for r in score_run(root, records):
             rows.append(dict(r, context_tokens=ctx.get((r["dataset"], r["method"], r["model"]))))
         marks += [(k, ctx.get(k), v) for k, v in question_marks(records).items()]
+        answers += [(k, ctx.get(k), answer_counts(v)) for k, v in records.items()]
     windows: dict[tuple[str, str, str], set] = {}
     for r in rows:  # direct answering reads no evidence: its window is no axis
         if r["context_tokens"] is not None and not r["method"].startswith("direct"):
@@ -313,6 +350,8 @@ def collect(run_dirs: list[Path]) -> tuple[list[dict], dict[str, Any]]:
             r["method"] = f"{r['method']}@{r['context_tokens']}"
     for (d, m, mo), c, v in marks:
         meta["marks"][(d, f"{m}@{c}" if (m, mo) in several else m, mo)] = v
+    for (d, m, mo), c, v in answers:
+        meta["answers"][(d, f"{m}@{c}" if (m, mo) in several else m, mo)] = v
     return rows, meta
 
 
@@ -379,6 +418,11 @@ def write_report(run_dirs: list[Path], out: Path, trust_dirs: list[Path] = ()) -
         paired = paired_table(meta["marks"], model)
         if paired:
             parts += ["", "### Paired against direct answering (same questions)", "", paired]
+        spread = answer_table(meta["answers"], model)
+        if spread:
+            parts += ["", "### Answers given against gold answers", "",
+                      "Shift from gold: total variation distance between the shares of each answer given and "
+                      "each answer right, over the run's own questions (0: no bias toward any answer).", "", spread]
         cost = cost_table(rows, model)
         if cost:
             parts += ["", "### Seconds per question (median)", "", cost]

@@ -119,3 +119,22 @@ def mcnemar_p(b: int, c: int) -> float:
     k = min(b, c)
     tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
     return min(1.0, 2 * tail)
+
+
+def answer_shift(predicted: dict[str, int], gold: dict[str, int]) -> float:
+    """How far a method's answers are spread differently from the gold answers: the total
+    variation distance 1/2 * sum |p_pred(x) - p_gold(x)| between the two label shares (0: chosen
+    as often as each answer is right; 1: never the labels that are right). An answer that is no
+    label (``""``: unparsed or abstained) counts as a label of its own. It shows a letter-position
+    or yes/no bias that accuracy hides.
+
+    >>> answer_shift({"A": 25, "B": 25, "C": 50}, {"A": 25, "B": 25, "C": 50})
+    0.0
+    >>> answer_shift({"A": 1, "B": 40, "C": 30, "D": 29}, {"A": 26, "B": 25, "C": 24, "D": 25})
+    0.25
+    """
+    np_, ng = sum(predicted.values()), sum(gold.values())
+    if not np_ or not ng:
+        raise ValueError("answer_shift needs at least one predicted and one gold answer")
+    labels = set(predicted) | set(gold)
+    return round(0.5 * sum(abs(predicted.get(x, 0) / np_ - gold.get(x, 0) / ng) for x in labels), 4)
