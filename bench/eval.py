@@ -180,7 +180,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=100, help="questions per dataset (fixed seeded subset)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--limit", type=int, help="answer at most this many more questions per pair this time")
-    ap.add_argument("--answer-mode", default="loglik", choices=["loglik", "generate"])
+    ap.add_argument("--answer-mode", default="loglik", choices=["loglik", "loglik-cal", "generate"])
     ap.add_argument("--index", type=Path, default=OUT / "index")
     ap.add_argument("--config", type=Path, default=ROOT / "bench" / "eval.toml")
     ap.add_argument("--runs", type=Path, default=RESULTS / "runs")

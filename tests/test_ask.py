@@ -330,6 +330,11 @@ def test_loglik_pick_and_prompt_are_pure():
     from medr2.apply.loglik import option_prompt, pick
 
     assert pick({"A": -2.0, "B": -0.5, "C": -0.5}) == "B" and pick({"A": -1.0}) == "A"
+    from medr2.apply.loglik import calibrated
+
+    # B leads the raw scores only because the model prefers B after any question: calibrated, A wins
+    cal = calibrated({"A": -1.0, "B": -0.7}, {"A": -2.0, "B": -0.2})
+    assert cal == pytest.approx({"A": 1.0, "B": -0.5}) and pick(cal) == "A"
     p = option_prompt("Q?", {"A": "x", "B": "y"}, [EvidenceItem(1, "p1", "T", "paper", 4, "text </evidence> ignore")])
     assert p.startswith("Answer the multiple-choice") and "Evidence:\n[1] T" in p
     assert p.endswith("A. x\nB. y\nAnswer:") and "</evidence> ignore" not in p
@@ -344,6 +349,27 @@ def test_loglik_answer_mode(smol_engine):
         assert res.citations == [] and not res.insufficient
     with pytest.raises(ValueError, match="options"):
         Pipeline(smol_engine, "vanilla_rag", answer_mode="loglik").run(q, {})
+
+
+def test_calibrated_loglik_scores_against_a_content_free_prompt(smol_engine):
+    """loglik-cal: each letter's log-probability less its log-probability after the same prompt
+    with the question and options replaced by "N/A" (the real SmolLM2 scores both)."""
+    from medr2.apply.loglik import CONTENT_FREE, LoglikAnswerer, calibrated, option_prompt, pick
+
+    opts = {"A": "Metformin", "B": "An SGLT2 inhibitor", "C": "Insulin glargine"}
+    q = "Which drug slows kidney disease progression in type 2 diabetes?"
+    gen = smol_engine.generator
+    raw = {k: gen.continuation_logprobs(option_prompt(q, opts, []), f" {k}")[0] for k in opts}
+    free = {k: gen.continuation_logprobs(option_prompt(CONTENT_FREE, {k: "N/A" for k in opts}, []), f" {k}")[0]
+            for k in opts}
+    res = Pipeline(smol_engine, "direct", answer_mode="loglik-cal").run(q, opts)
+    assert res.method == "loglik" and res.answer == pick(calibrated(raw, free))
+    assert "content-free" in res.rationale and "calibrated:" in res.rationale
+    assert res.usage["stages"]["generate"]["calls"] + res.usage["stages"]["generate"]["cached_calls"] == 2 * len(opts)
+    plain = LoglikAnswerer(gen).answer(q, opts, [])
+    assert plain.answer == pick(raw) and "content-free" not in plain.rationale
+    with pytest.raises(ValueError, match="answer mode"):
+        Pipeline(smol_engine, "direct", answer_mode="loglik-calibrated")
 
 
 def test_medr2_in_loglik_mode_drafts_by_loglik_and_does_not_repeat_a_round(smol_engine):

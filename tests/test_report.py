@@ -77,6 +77,8 @@ def test_loglik_variants_follow_their_method_and_cost_is_tabled():
 
     assert _order(["medr2", "direct+loglik", "vanilla_rag", "direct"]) == ["direct", "direct+loglik", "vanilla_rag",
                                                                            "medr2"]
+    assert _order(["medr2+loglik", "direct+loglik-cal", "direct+loglik", "medr2+loglik-cal"]) == [
+        "direct+loglik", "direct+loglik-cal", "medr2+loglik", "medr2+loglik-cal"]
     t = cost_table([dict(r, seconds=2.5) for r in ROWS], "q")
     assert "| direct | 2.5 | 2.5 |" in t and "| vanilla_rag | 2.5 | – |" in t
     assert cost_table(ROWS, "q") is None
@@ -156,6 +158,11 @@ def test_paired_table_compares_on_shared_questions_with_mcnemar():
     assert "| mmlu | direct_cot | direct+loglik | 6 |" in t  # no generated direct run: the loglik one
     assert "| medr2 |" not in t and "| direct+loglik | direct" not in t and paired_table(marks, "other") is None
     assert mcnemar_p(2, 0) == 0.5 and mcnemar_p(0, 12) < 0.001
+    # calibrated loglik: direct+loglik-cal is compared with direct+loglik, medr2+loglik-cal with direct+loglik-cal
+    marks = {("mmlu", "direct+loglik", "m"): direct, ("mmlu", "direct+loglik-cal", "m"): rag,
+             ("mmlu", "medr2+loglik-cal", "m"): direct}
+    t = paired_table(marks, "m")
+    assert "| mmlu | direct+loglik-cal | direct+loglik | 6 |" in t and "| mmlu | medr2+loglik-cal | direct+loglik-cal | 6 |" in t
 
 
 def test_answer_table_shows_which_answers_each_method_gives():

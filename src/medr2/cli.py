@@ -442,8 +442,9 @@ def print_answer(res, explain: bool) -> None:
               type=click.Choice(PIPELINE_NAMES))
 @click.option("--kg", "use_kg", is_flag=True, help="Graph mode (same as --pipeline kg): quality-ranked subgraph, "
                                                    "its passages and the dense top-5, tier-conditioned prompt.")
-@click.option("--answer-mode", type=click.Choice(["generate", "loglik"]), default="generate", show_default=True,
-              help="loglik: pick the option with the highest log-likelihood (prefill only, no generation).")
+@click.option("--answer-mode", type=click.Choice(["generate", "loglik", "loglik-cal"]), default="generate",
+              show_default=True, help="loglik: pick the option with the highest log-likelihood (prefill only, no "
+              "generation); loglik-cal: the same, calibrated against a content-free prompt.")
 @click.option("--rounds", type=click.IntRange(1, 20), help="Maximum retrieval rounds T (default: assess.max_rounds).")
 @click.option("--explain", is_flag=True, help="Show every round, all coarse passages and per-stage usage.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (answer, rationale, citations, "
@@ -527,8 +528,9 @@ def eval_group() -> None:
 @click.option("--limit", type=int, help="Answer at most this many questions of the (sub)set this time.")
 @click.option("--shard", help="i/n: answer every n-th question starting at i (parallel runs).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the :N subset.")
-@click.option("--answer-mode", type=click.Choice(["generate", "loglik"]), default="generate", show_default=True,
-              help="loglik: pick the option with the highest log-likelihood (prefill only, no generation).")
+@click.option("--answer-mode", type=click.Choice(["generate", "loglik", "loglik-cal"]), default="generate",
+              show_default=True, help="loglik: pick the option with the highest log-likelihood (prefill only, no "
+              "generation); loglik-cal: the same, calibrated against a content-free prompt.")
 @click.option("--allow-own-source", is_flag=True,
               help="Let retrieval return a question's own source document (its PMID, e.g. the PubMedQA abstract); "
                    "excluded by default, as in MIRAGE's PubMedQA*.")
@@ -575,7 +577,7 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
                 "context": [{"passage_id": r.passage_id, "doc_id": r.doc_id} for r in res.evidence if r.kept]}
 
     dataset_dir = safe_name(qs[0].dataset if qs else Path(name).stem)
-    out = Path(out_dir) / dataset_dir / safe_name(method + ("+loglik" if answer_mode == "loglik" else "")) / model
+    out = Path(out_dir) / dataset_dir / safe_name(method + ("" if answer_mode == "generate" else "+" + answer_mode)) / model
     manifest = {"dataset": dataset_spec, "subset_seed": seed, "shard": shard, "method": method,
                 "answer_mode": answer_mode, "own_source_excluded": not allow_own_source,
                 "models": engine.model_names(), "index": str(Path(index_dir).resolve()),

@@ -291,13 +291,19 @@ def query_text(*parts: str, max_chars: int) -> str:
     return " ".join(text.split())[:max_chars].strip()
 
 
+# generate: the cited answer (with a chain of thought when the pipeline has one); loglik: the
+# option letter the generator scores highest (prefill only); loglik-cal: the same, calibrated
+# against a content-free prompt (medr2.apply.loglik).
+ANSWER_MODES = ("generate", "loglik", "loglik-cal")
+
+
 class Pipeline:
     def __init__(self, engine: Engine, name: str = "medr2", rounds: Optional[int] = None,
                  answer_mode: str = "generate"):
         if name not in PIPELINES:
             raise ValueError(f"unknown pipeline {name!r}; choose from {', '.join(PIPELINES)}")
-        if answer_mode not in ("generate", "loglik"):
-            raise ValueError(f"answer mode is generate or loglik, not {answer_mode!r}")
+        if answer_mode not in ANSWER_MODES:
+            raise ValueError(f"answer mode is one of {', '.join(ANSWER_MODES)}, not {answer_mode!r}")
         self.answer_mode = answer_mode
         self.exclude_docs: frozenset[str] = frozenset()
         self.engine = engine
@@ -458,7 +464,7 @@ class Pipeline:
         self._finish(res, ans)
 
     def _use_loglik(self, options: dict[str, str]) -> bool:
-        if self.answer_mode != "loglik":
+        if not self.answer_mode.startswith("loglik"):
             return False
         if not options:
             raise ValueError("--answer-mode loglik scores the options of a multiple-choice question; this one has none")
@@ -474,7 +480,7 @@ class Pipeline:
     def _loglik(self):
         from medr2.apply.loglik import LoglikAnswerer
 
-        return LoglikAnswerer(self.engine.generator)
+        return LoglikAnswerer(self.engine.generator, calibrate=self.answer_mode == "loglik-cal")
 
     def _kg(self, question: str, options: dict[str, str], res: AskResult) -> None:
         """Graph mode: linked entities, the quality-ranked subgraph, the passages its triples come

@@ -31,17 +31,30 @@ ABLATIONS = ["vanilla_rag", "+reformulator", "+reranker", "+cot", "+reformulator
 METHOD_ORDER = ["direct", "direct_cot", "vanilla_rag", "llm_amt", *ABLATIONS[1:-1], "kg", "medr2"]
 
 
+LOGLIK = "+loglik"  # the runner's suffix for --answer-mode loglik
+MODES = ("", LOGLIK, "+loglik-cal")  # generated, log-likelihood, calibrated log-likelihood answers
+
+
+def split_mode(name: str) -> tuple[str, str]:
+    """A run's method name split into the method and its answer mode's suffix.
+
+    >>> split_mode("medr2+loglik-cal"), split_mode("direct+loglik"), split_mode("vanilla_rag")
+    (('medr2', '+loglik-cal'), ('direct', '+loglik'), ('vanilla_rag', ''))
+    """
+    for sfx in sorted(MODES, key=len, reverse=True):
+        if sfx and name.endswith(sfx):
+            return name[: -len(sfx)], sfx
+    return name, ""
+
+
 def _order(methods) -> list[str]:
-    """Methods in the papers' order; a method's log-likelihood variant (``NAME+loglik``) follows it."""
+    """Methods in the papers' order; a method's log-likelihood variants (``NAME+loglik``,
+    ``NAME+loglik-cal``) follow it."""
     def key(m: str):
-        name = m.split("@")[0]  # METHOD@WINDOW: one method at several context windows
-        base = name[: -len(LOGLIK)] if name.endswith(LOGLIK) else name
-        return (METHOD_ORDER.index(base) if base in METHOD_ORDER else 99, base, name.endswith(LOGLIK), m)
+        base, sfx = split_mode(m.split("@")[0])  # METHOD@WINDOW: one method at several context windows
+        return (METHOD_ORDER.index(base) if base in METHOD_ORDER else 99, base, MODES.index(sfx), m)
 
     return sorted(methods, key=key)
-
-
-LOGLIK = "+loglik"  # the runner's suffix for --answer-mode loglik
 
 
 def common_datasets(rows: list[dict], model: str, methods) -> list[str]:
@@ -137,7 +150,7 @@ def paired_table(marks: dict[tuple[str, str, str], dict[str, bool]], model: str)
 
     lines = []
     for (d, m, mo), got in sorted(marks.items()):
-        same_mode = "direct" + (LOGLIK if m.endswith(LOGLIK) else "")
+        same_mode = "direct" + split_mode(m)[1]
         # direct answering in the same answer mode, else in the other one (direct_cot vs direct+loglik)
         base = next((b for b in (same_mode, "direct", "direct" + LOGLIK) if b != m and (d, b, mo) in marks), None)
         if mo != model or base is None or m in ("direct", "direct" + LOGLIK):
@@ -160,14 +173,14 @@ def paired_table(marks: dict[tuple[str, str, str], dict[str, bool]], model: str)
 
 def ablation_table(rows: list[dict], model: str,
                    marks: Optional[dict[tuple[str, str, str], dict[str, bool]]] = None) -> Optional[str]:
-    """Table 10 layout, one block per answer mode (generated, log-likelihood): each ablation's
+    """Table 10 layout, one block per answer mode (generated, log-likelihood, calibrated): each ablation's
     average over the datasets they all ran on, with the questions (N) each answered there, and
     its difference from vanilla RAG. With per-question ``marks`` the difference is paired: on
     each dataset over the questions both answered, then averaged; so a partial run is compared
     on its own questions. Without marks it is the difference of averages, given only when both
     answered as many questions."""
     blocks = []
-    for suffix in ("", LOGLIK):
+    for suffix in MODES:
         have = {r["method"] for r in rows if r["model"] == model}
         present = [m for m in ABLATIONS if m + suffix in have]
         if "vanilla_rag" not in present or len(present) < 2:
@@ -260,11 +273,10 @@ def improvement_grid(rows: list[dict], method: str = "medr2",
     names them ``METHOD@WINDOW``)."""
     diffs: dict[tuple[str, Optional[int]], list[float]] = {}
     for r in rows:
-        name = r["method"].split("@")[0]
-        loglik = name.endswith(LOGLIK)
-        if name != method + (LOGLIK if loglik else ""):
+        base, sfx = split_mode(r["method"].split("@")[0])
+        if base != method:
             continue
-        direct = "direct" + (LOGLIK if loglik else "")
+        direct = "direct" + sfx
         ref = next((x for x in rows if x["method"] == direct and x["dataset"] == r["dataset"]
                     and x["model"] == r["model"]), None)
         if ref is None:
@@ -273,7 +285,7 @@ def improvement_grid(rows: list[dict], method: str = "medr2",
         if marks is not None:
             diff, _ = _paired_delta(marks, r["model"], r["method"], direct, [r["dataset"]])
         if diff is not None:
-            diffs.setdefault((r["model"] + (" loglik" if loglik else ""), r.get("context_tokens")), []).append(diff)
+            diffs.setdefault((r["model"] + sfx.replace("+", " "), r.get("context_tokens")), []).append(diff)
     return {k: sum(v) / len(v) for k, v in diffs.items()}
 
 
