@@ -325,6 +325,13 @@ def test_llm_amt_expands_refines_and_answers(smol_engine):
     assert set(res.citations) <= set(res.rounds[0].context_ids)
 
 
+def test_every_answer_mode_is_on_the_command_line():
+    from medr2.cli import answer_mode_opt
+    from medr2.pipelines import ANSWER_MODES
+
+    assert list(answer_mode_opt(lambda: None).__click_params__[0].type.choices) == list(ANSWER_MODES)
+
+
 def test_loglik_pick_and_prompt_are_pure():
     from medr2.apply.answer import EvidenceItem
     from medr2.apply.loglik import option_prompt, pick

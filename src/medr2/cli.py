@@ -69,6 +69,11 @@ index_opt = click.option("--index", "index_dir", required=True, type=click.Path(
                          help="Index directory.")
 config_opt = click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True),
                           help="TOML config file (see medr2.config).")
+# medr2.pipelines.ANSWER_MODES (a test keeps the two equal)
+answer_mode_opt = click.option(
+    "--answer-mode", type=click.Choice(["generate", "loglik", "loglik-cal"]), default="generate", show_default=True,
+    help="loglik: pick the option with the highest log-likelihood (prefill only, no generation); loglik-cal: the "
+         "same, calibrated against a content-free prompt.")
 
 
 @main.command()
@@ -442,9 +447,7 @@ def print_answer(res, explain: bool) -> None:
               type=click.Choice(PIPELINE_NAMES))
 @click.option("--kg", "use_kg", is_flag=True, help="Graph mode (same as --pipeline kg): quality-ranked subgraph, "
                                                    "its passages and the dense top-5, tier-conditioned prompt.")
-@click.option("--answer-mode", type=click.Choice(["generate", "loglik", "loglik-cal"]), default="generate",
-              show_default=True, help="loglik: pick the option with the highest log-likelihood (prefill only, no "
-              "generation); loglik-cal: the same, calibrated against a content-free prompt.")
+@answer_mode_opt
 @click.option("--rounds", type=click.IntRange(1, 20), help="Maximum retrieval rounds T (default: assess.max_rounds).")
 @click.option("--explain", is_flag=True, help="Show every round, all coarse passages and per-stage usage.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (answer, rationale, citations, "
@@ -528,9 +531,7 @@ def eval_group() -> None:
 @click.option("--limit", type=int, help="Answer at most this many questions of the (sub)set this time.")
 @click.option("--shard", help="i/n: answer every n-th question starting at i (parallel runs).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the :N subset.")
-@click.option("--answer-mode", type=click.Choice(["generate", "loglik", "loglik-cal"]), default="generate",
-              show_default=True, help="loglik: pick the option with the highest log-likelihood (prefill only, no "
-              "generation); loglik-cal: the same, calibrated against a content-free prompt.")
+@answer_mode_opt
 @click.option("--allow-own-source", is_flag=True,
               help="Let retrieval return a question's own source document (its PMID, e.g. the PubMedQA abstract); "
                    "excluded by default, as in MIRAGE's PubMedQA*.")
