@@ -136,3 +136,38 @@ def test_a_chain_of_thought_cut_by_the_token_cap_is_answered_without_one():
     with pytest.raises(LLMError, match="connection refused") as e:
         direct_answer(CappedRationale(down=True), "Which drug?", opts, cot=True, max_tokens=64)
     assert not isinstance(e.value, LLMOutputError)
+
+
+class Verbose:
+    """Plumbing fake of a deterministic model whose JSON needs ``need`` tokens: below that the
+    reply is cut off at the cap (as llama.cpp returns it); records each call's cap and turns."""
+
+    name = "verbose"
+    temperature = 0.0
+    seed = 0
+
+    def __init__(self, need):
+        self.need = need
+        self.calls = []
+
+    def chat(self, messages, max_tokens=512, temperature=0.0, seed=0, json_schema=None):
+        self.calls.append((max_tokens, len(messages)))
+        if max_tokens < self.need:
+            return {"text": '{"query": "fever, cough, rales, leukocytosis, ', "prompt_tokens": 5,
+                    "completion_tokens": max_tokens}
+        return {"text": '{"query": "fever cough"}', "prompt_tokens": 5, "completion_tokens": self.need}
+
+
+def test_a_reply_cut_off_at_the_cap_is_asked_again_with_more_room_not_repaired():
+    from medr2.llm.base import LLMOutputError
+
+    schema = {"type": "object", "required": ["query"], "properties": {"query": {"type": "string"}}}
+    msgs = [{"role": "user", "content": "reformulate"}]
+    llm = Verbose(need=300)
+    assert structured(llm, msgs, schema, max_tokens=200) == {"query": "fever cough"}
+    assert llm.calls == [(200, 1), (400, 1)]  # the same question with twice the room, no repair turn
+    llm = Verbose(need=900)  # cut off twice: no third try, fewer tokens than three capped replies
+    with pytest.raises(LLMOutputError, match="cut off at 400 tokens"):
+        structured(llm, msgs, schema, max_tokens=200)
+    assert llm.calls == [(200, 1), (400, 1)]
+    assert structured(Verbose(need=100), msgs, schema, max_tokens=200) == {"query": "fever cough"}

@@ -188,13 +188,21 @@ def mean_nll(logprobs: list[float]) -> float:
 
 def structured(llm: LLM, messages: list[dict[str, str]], schema: dict[str, Any], max_tokens: int = 512,
                retries: int = 2) -> dict[str, Any]:
-    """Chat with JSON-schema constrained output, validated, with bounded repair attempts."""
+    """Chat with JSON-schema constrained output, validated, with bounded repair attempts.
+
+    A reply that is invalid JSON because it was cut off at ``max_tokens`` is not "repaired" (the
+    repair turn would be cut off the same way, and a deterministic model repeats itself): the
+    question is asked once more with twice the room, and a reply cut off again ends the attempts.
+    So a cut-off reply costs at most the tokens of the repair turns it replaces."""
     import jsonschema
 
     last_error = ""
     msgs = list(messages)
-    for _ in range(retries + 1):
-        out = llm.chat(msgs, max_tokens=max_tokens, temperature=getattr(llm, "temperature", 0.0),
+    budget = max_tokens
+    tries = 0
+    while tries <= retries:
+        tries += 1
+        out = llm.chat(msgs, max_tokens=budget, temperature=getattr(llm, "temperature", 0.0),
                        seed=getattr(llm, "seed", 0), json_schema=schema)
         try:
             # strict=False: a raw newline or tab inside a string (small models write them) is read as such
@@ -203,7 +211,13 @@ def structured(llm: LLM, messages: list[dict[str, str]], schema: dict[str, Any],
             return value
         except (json.JSONDecodeError, jsonschema.ValidationError) as e:
             last_error = str(e).split("\n")[0]
+            if int(out.get("completion_tokens") or 0) >= budget:
+                last_error = f"the reply was cut off at {budget} tokens ({last_error})"
+                if budget > max_tokens:
+                    break
+                budget, msgs = 2 * max_tokens, list(messages)
+                continue
             msgs = messages + [{"role": "assistant", "content": out["text"]},
                                {"role": "user", "content": f"That was not valid ({last_error}). Reply with JSON "
                                                            "that matches the schema only."}]
-    raise LLMOutputError(f"{llm.name} gave no valid JSON for the schema after {retries + 1} tries: {last_error}")
+    raise LLMOutputError(f"{llm.name} gave no valid JSON for the schema after {tries} tries: {last_error}")
