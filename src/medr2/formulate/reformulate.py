@@ -94,9 +94,12 @@ class OfflineReformulator:
 
 class LLMReformulator:
     name = "llm"
+    # Lengths are bounds against runaway output, not style: a small model keeps "every clinical
+    # detail" of a long vignette by copying it into the query, and a 600-character limit rejected a
+    # third of MedQA-US's reformulations (the pipeline cuts the query at query.max_query_chars).
     SCHEMA = {"type": "object", "additionalProperties": False, "required": ["query", "keywords"],
-              "properties": {"query": {"type": "string", "minLength": 3, "maxLength": 600},
-                             "keywords": {"type": "array", "items": {"type": "string", "maxLength": 60},
+              "properties": {"query": {"type": "string", "minLength": 3, "maxLength": 4000},
+                             "keywords": {"type": "array", "items": {"type": "string", "maxLength": 200},
                                           "maxItems": 12}}}
 
     def __init__(self, llm: LLM, retries: int = 2):
