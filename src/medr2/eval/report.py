@@ -332,8 +332,8 @@ def collect(run_dirs: list[Path]) -> tuple[list[dict], dict[str, Any]]:
     from medr2.eval.runner import question_marks, read_records, score_run
 
     rows: list[dict] = []
-    marks: list[tuple[tuple[str, str, str], Optional[int], dict[str, bool]]] = []
-    answers: list[tuple[tuple[str, str, str], Optional[int], dict[str, dict[str, int]]]] = []
+    # per run: (dataset, method, model), its context window, right/wrong per question, answer counts
+    runs: list[tuple[tuple[str, str, str], Optional[int], dict[str, bool], dict[str, dict[str, int]]]] = []
     meta: dict[str, Any] = {"commits": set(), "corpus": {}, "seeds": set(), "marks": {}, "answers": {}}
     for root in run_dirs:
         records = read_records(root)
@@ -350,8 +350,8 @@ def collect(run_dirs: list[Path]) -> tuple[list[dict], dict[str, Any]]:
             meta["seeds"].add(m.get("subset_seed"))
         for r in score_run(root, records):
             rows.append(dict(r, context_tokens=ctx.get((r["dataset"], r["method"], r["model"]))))
-        marks += [(k, ctx.get(k), v) for k, v in question_marks(records).items()]
-        answers += [(k, ctx.get(k), answer_counts(v)) for k, v in records.items()]
+        right = question_marks(records)
+        runs += [(k, ctx.get(k), right[k], answer_counts(v)) for k, v in records.items()]
     windows: dict[tuple[str, str, str], set] = {}
     for r in rows:  # direct answering reads no evidence: its window is no axis
         if r["context_tokens"] is not None and not r["method"].startswith("direct"):
@@ -360,10 +360,9 @@ def collect(run_dirs: list[Path]) -> tuple[list[dict], dict[str, Any]]:
     for r in rows:
         if (r["method"], r["model"]) in several:
             r["method"] = f"{r['method']}@{r['context_tokens']}"
-    for (d, m, mo), c, v in marks:
-        meta["marks"][(d, f"{m}@{c}" if (m, mo) in several else m, mo)] = v
-    for (d, m, mo), c, v in answers:
-        meta["answers"][(d, f"{m}@{c}" if (m, mo) in several else m, mo)] = v
+    for (d, m, mo), c, right, counts in runs:
+        key = (d, f"{m}@{c}" if (m, mo) in several else m, mo)
+        meta["marks"][key], meta["answers"][key] = right, counts
     return rows, meta
 
 
