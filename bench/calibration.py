@@ -1,9 +1,10 @@
 """Letter preference of log-likelihood answering, from the committed run records (no model call).
 
-For each dataset with a ``direct+loglik`` run under ``bench/results/eval/runs`` it prints the
-right answers of
+For each dataset with a ``METHOD+loglik`` run under ``bench/results/eval/runs`` (``--method``,
+default ``direct``; ``vanilla_rag`` or ``medr2`` measure it with evidence) it prints the right
+answers of
 - the run itself (the letter with the highest log-probability),
-- the ``direct+loglik-cal`` run beside it, if any (content-free calibration, made by
+- the ``METHOD+loglik-cal`` run beside it, if any (content-free calibration, made by e.g.
   ``python bench/eval.py --phase direct --answer-mode loglik-cal``),
 - batch calibration recomputed here: each question's letter probabilities (normalised over its
   options) divided by the mean probability of each letter over the set's *other* questions, so a
@@ -11,13 +12,13 @@ right answers of
 
 and the paired comparison of each calibration against the run (exact McNemar).
 
-    python bench/calibration.py
+    python bench/calibration.py [--method vanilla_rag]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import math
 import re
 import sys
 from pathlib import Path
@@ -40,36 +41,30 @@ def letter_scores(run_dir: Path) -> dict[str, tuple[dict[str, float], str]]:
 
 
 def batch_calibrated_right(scores: dict[str, tuple[dict[str, float], str]]) -> dict[str, bool]:
-    probs = {}
-    for i, (s, gold) in scores.items():
-        z = math.log(sum(math.exp(v) for v in s.values()))
-        probs[i] = ({k: math.exp(v - z) for k, v in s.items()}, gold)
-    total: dict[str, float] = {}
-    for p, _ in probs.values():
-        for k, v in p.items():
-            total[k] = total.get(k, 0.0) + v
-    n = len(probs)
-    right = {}
-    for i, (p, gold) in probs.items():
-        cal = {k: math.log(v) - math.log((total[k] - v) / (n - 1)) for k, v in p.items()}
-        right[i] = max(sorted(cal), key=lambda k: cal[k]) == gold
-    return right
+    from medr2.eval.scoring import batch_calibrated
+
+    cal = batch_calibrated({i: s for i, (s, _) in scores.items()})
+    return {i: max(sorted(c), key=lambda k: c[k]) == scores[i][1] for i, c in cal.items()}
 
 
 def main() -> int:
     from medr2.eval.scoring import mcnemar_p
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--method", default="direct", help="the run's method directory, less '+loglik' (default direct)")
+    method = ap.parse_args().method
 
     found = False
     print("| dataset | N | loglik | content-free calibrated (only loglik / only it right, p) "
           "| batch calibrated (only loglik / only it right, p) |")
     print("|---|---:|---:|---:|---:|")
     for ds in sorted(p for p in RUNS.iterdir() if p.is_dir()):
-        for run in sorted((ds / "direct+loglik").glob("*/")):
+        for run in sorted((ds / f"{method}+loglik").glob("*/")):
             found = True
             scores = letter_scores(run)
             base = {i: max(sorted(s), key=lambda k: s[k]) == g for i, (s, g) in scores.items()}
             cells = []
-            cf_dir = ds / "direct+loglik-cal" / run.name
+            cf_dir = ds / f"{method}+loglik-cal" / run.name
             others = []
             if cf_dir.is_dir():
                 recs = [json.loads(f.read_text(encoding="utf-8"))[1] for f in cf_dir.glob("*.json")
@@ -88,7 +83,8 @@ def main() -> int:
                 cells.append(f"{sum(other[i] for i in ids)} ({b} / {c}, p = {mcnemar_p(b, c):.3f})")
             print(f"| {ds.name} | {len(base)} | {sum(base.values())} | {cells[0]} | {cells[1]} |")
     if not found:
-        print(f"no direct+loglik run under {RUNS}: run `python bench/eval.py --phase direct` first", file=sys.stderr)
+        print(f"no {method}+loglik run under {RUNS}: run e.g. `python bench/eval.py --phase direct` first",
+              file=sys.stderr)
         return 1
     return 0
 

@@ -128,7 +128,7 @@ def run_pair(method: str, dataset: str, args) -> int:
     index = zh_index() if dataset == "mcmle" and method not in ("direct", "direct_cot") else args.index
     cmd = medr2("eval", "run", "--dataset", spec, "--method", method, "--index", str(index),
                 "--config", str(args.config), "--answer-mode", args.answer_mode, "--seed", str(args.seed),
-                "--out", str(args.runs))
+                "--out", str(args.runs), "--progress")  # a bar with ETA in the log, too
     if dataset in ("mmlu", "medqa", "medmcqa", "pubmedqa", "bioasq"):
         cmd += ["--benchmark", str(MIRAGE)]
     if args.limit:

@@ -11,7 +11,7 @@ from medr2.cli import main
 from medr2.eval.datasets import (DatasetError, load_mirage, load_mmlu_csv, load_pubmedqa, load_xmedbench,
                                  parse_option_block)
 from medr2.eval.mirage import question_id, read_prediction, score_predictions
-from medr2.eval.scoring import accuracy, extract_letter, mirage_letter
+from medr2.eval.scoring import accuracy, batch_calibrated, extract_letter, mirage_letter
 
 
 @pytest.mark.parametrize("text,letter", [
@@ -333,3 +333,23 @@ def test_a_killed_run_is_protected_and_messages_are_not_read_as_letters(tmp_path
         out, manifest, progress=False)
     (row,) = score_run(tmp_path)
     assert (row["accuracy"], row["insufficient"], row["unparsed"], row["errors"]) == (0.0, 3, 0, 0)
+
+
+def test_batch_calibration_leaves_each_question_out():
+    import math
+
+    others = {"q2": {"A": -0.2, "B": -1.8}, "q3": {"A": -0.4, "B": -1.1}}
+
+    def correction(q1):
+        # calibrated score less the question's own normalised log-probability: the log of the
+        # other questions' mean probability of each letter, so it must not depend on q1
+        cal = batch_calibrated({"q1": q1, **others})["q1"]
+        z = math.log(sum(math.exp(v) for v in q1.values()))
+        return {k: round(cal[k] - (q1[k] - z), 9) for k in q1}
+
+    assert correction({"A": -0.1, "B": -2.4}) == correction({"A": -3.0, "B": -0.05})
+    # a letter favoured across the set is discounted: q1 prefers A only mildly, and gets B
+    cal = batch_calibrated({"q1": {"A": -0.6, "B": -0.8}, **others})
+    assert max(cal["q1"], key=cal["q1"].get) == "B"
+    with pytest.raises(ValueError, match="at least two"):
+        batch_calibrated({"q1": {"A": -0.1, "B": -2.0}})

@@ -138,3 +138,34 @@ def answer_shift(predicted: dict[str, int], gold: dict[str, int]) -> float:
         raise ValueError("answer_shift needs at least one predicted and one gold answer")
     labels = set(predicted) | set(gold)
     return round(0.5 * sum(abs(predicted.get(x, 0) / np_ - gold.get(x, 0) / ng) for x in labels), 4)
+
+
+def batch_calibrated(scores: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Batch calibration of letter log-probabilities over a set of questions, leaving each
+    question out of its own estimate: each question's option probabilities (normalised over its
+    options) are divided by the mean probability of the same letter over the *other* questions,
+    and the log of that ratio returned. A letter the model prefers whatever the question loses its
+    head start; the argmax of the result is the calibrated answer. Needs two questions at least.
+
+    >>> s = {"q1": {"A": -0.05, "B": -3.0}, "q2": {"A": -0.3, "B": -1.35}, "q3": {"A": -0.1, "B": -2.4}}
+    >>> {q: max(c, key=c.get) for q, c in batch_calibrated(s).items()}  # q2's A is weak for this set
+    {'q1': 'A', 'q2': 'B', 'q3': 'A'}
+    """
+    if len(scores) < 2:
+        raise ValueError("batch calibration needs at least two questions (each is left out of its own estimate)")
+    probs = {}
+    for i, s in scores.items():
+        top = max(s.values())
+        z = top + math.log(sum(math.exp(v - top) for v in s.values()))
+        probs[i] = {k: math.exp(v - z) for k, v in s.items()}
+    total: dict[str, float] = {}
+    count: dict[str, int] = {}
+    for p in probs.values():
+        for k, v in p.items():
+            total[k] = total.get(k, 0.0) + v
+            count[k] = count.get(k, 0) + 1
+    out = {}
+    for i, p in probs.items():
+        out[i] = {k: math.log(v) - math.log((total[k] - v) / (count[k] - 1)) if count[k] > 1 else math.log(v)
+                  for k, v in p.items()}
+    return out

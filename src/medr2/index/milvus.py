@@ -22,7 +22,7 @@ Example::
 
     >>> from medr2.index.milvus import encode_terms
     >>> encode_terms(["metformin", "diabet", "糖尿病"])
-    'metformin diabet zx e7b396e5b0bfe79785'
+    'metformin diabet zxe7b396e5b0bfe79785'
 """
 
 from __future__ import annotations
