@@ -11,6 +11,7 @@ caches stay in ``bench/out/eval`` (not committed; rebuilt from ../shared/data).
     python bench/eval.py --phase direct            # direct answering, every dataset
     python bench/eval.py --phase rag --datasets mmlu,pubmedqa
     python bench/eval.py --phase amt --datasets mmlu  # the LLM-AMT-style baseline
+    python bench/eval.py --phase ablations --methods +reformulator --datasets medqa
     python bench/eval.py --phase trust             # trust metrics on bench/data/ngc_questions.jsonl
     python bench/eval.py --phase report            # bench/results/eval/report.md + PNGs
     python bench/eval.py --phase mirage            # re-score MIRAGE's stored predictions
@@ -177,6 +178,8 @@ def main() -> None:
     ap.add_argument("--phase", required=True, choices=[*PHASES, "trust", "report", "mirage"])
     ap.add_argument("--llm", help="trust phase: generator (default none: the extractive path; e.g. local)")
     ap.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated: " + ", ".join(DATASETS))
+    ap.add_argument("--methods", help="comma-separated: only these of the phase's methods "
+                    "(e.g. --phase ablations --methods +reformulator)")
     ap.add_argument("--n", type=int, default=100, help="questions per dataset (fixed seeded subset)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--limit", type=int, help="answer at most this many more questions per pair this time")
@@ -203,9 +206,15 @@ def main() -> None:
     unknown = [d for d in args.datasets.split(",") if d not in DATASETS]
     if unknown:
         sys.exit(f"unknown dataset(s) {unknown}; choose from {', '.join(DATASETS)}")
+    methods = PHASES[args.phase]
+    if args.methods:
+        methods = args.methods.split(",")
+        stray = [m for m in methods if m not in PHASES[args.phase]]
+        if stray:
+            sys.exit(f"method(s) {stray} are not in phase {args.phase}; choose from {', '.join(PHASES[args.phase])}")
     ensure_index(args.index)
     failed = []
-    for method in PHASES[args.phase]:
+    for method in methods:
         for d in args.datasets.split(","):
             if run_pair(method, d, args) != 0:
                 failed.append(f"{method}/{d}")
