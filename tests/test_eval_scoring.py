@@ -281,6 +281,34 @@ def test_runner_retries_failed_answers_reads_raw_text_and_refuses_another_run(tm
     assert (out / "manifest-0-2.json").exists() and (out / "manifest.json").exists()
 
 
+def test_a_second_process_on_the_same_run_is_refused(tmp_path):
+    """Two runs writing one directory would answer the same questions twice, each beside the other
+    (and time them so): while one holds the run, another stops at once and writes nothing; another
+    shard of the run still goes ahead."""
+    from medr2.eval.runner import RunBusy, _lock_run, run
+    from medr2.schema import EvalQuestion
+
+    qs = [EvalQuestion(dataset="medqa", id=f"q{i}", question="?", options={"A": "a", "B": "b"}, answer="B")
+          for i in range(2)]
+    out = tmp_path / "medqa" / "vanilla_rag" / "m"
+    out.mkdir(parents=True)
+    manifest = {"dataset": "medqa:2", "subset_seed": 0, "method": "vanilla_rag", "config": {}}
+    asked = []
+
+    def answer(q):  # plumbing fake
+        asked.append(q.id)
+        return {"answer": "B", "rationale": ""}
+
+    held = _lock_run(out, None)  # what the first process holds while it answers
+    with pytest.raises(RunBusy, match="another `medr2 eval run` is writing"):
+        run(qs, answer, out, manifest, progress=False)
+    assert asked == [] and not list(out.glob("*.json"))
+    run(qs[:1], answer, out, dict(manifest, shard="0/2"), progress=False)  # a shard has its own lock
+    assert asked == ["q0"]
+    held.close()
+    assert run(qs, answer, out, manifest, progress=False)["answered"] == 1 and asked == ["q0", "q1"]
+
+
 def test_failures_to_retry_are_told_from_wrong_answers(tmp_path):
     """A call that could not be made is retried on resume; a model that never gave valid output
     is a wrong answer (asking again gives the same); records of older runs are read the same way."""

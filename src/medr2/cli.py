@@ -540,7 +540,7 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
              answer_mode, allow_own_source, progress):
     """Answer a benchmark with a pipeline; resumable (rerun to continue), cached, shardable."""
     from medr2.eval.datasets import DatasetError
-    from medr2.eval.runner import (RunMismatch, in_shard, load_questions, own_sources, parse_dataset_spec,
+    from medr2.eval.runner import (RunBusy, RunMismatch, in_shard, load_questions, own_sources, parse_dataset_spec,
                                    parse_shard, run, safe_name, subset)
     from medr2.llm.base import LLMError, LLMOutputError
     from medr2.pipelines import Engine, Pipeline
@@ -586,7 +586,7 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
 
     try:
         totals = run(qs, answer, out, manifest, progress=progress if progress is not None else sys.stderr.isatty())
-    except RunMismatch as e:
+    except (RunMismatch, RunBusy) as e:
         _fail(str(e), EXIT_USAGE)
     finally:
         engine.close()

@@ -9,7 +9,9 @@ failed (``error``: the generator or its server could not be reached or run), whi
 again. ``manifest.json`` beside the files (``manifest-I-N.json`` for shard I/N, so parallel
 shards do not overwrite each other) holds the config, models, corpus, versions, seed and totals;
 resuming into a directory whose run differs (dataset, seed, method, answer mode, models, corpus
-or answering config) is refused rather than mixed.
+or answering config) is refused rather than mixed. One process at a time writes a run (or a
+shard of it): a second one started on the same directory stops at once with :class:`RunBusy`
+instead of answering the same questions beside the first.
 
 Example::
 
@@ -22,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import platform
@@ -149,6 +152,25 @@ class RunMismatch(ValueError):
     """The output directory holds a different run; the message says what differs."""
 
 
+class RunBusy(RuntimeError):
+    """Another process is writing the same run (or the same shard of it)."""
+
+
+def _lock_run(out_dir: Path, shard: Optional[str]):
+    """Hold an exclusive lock on the run (per shard, so shards still run side by side) for as long
+    as the returned file stays open. The lock file stays; it is hidden and holds no data."""
+    path = out_dir / (f".run-{str(shard).replace('/', '-')}.lock" if shard else ".run.lock")
+    fh = open(path, "w")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        raise RunBusy(f"another `medr2 eval run` is writing {out_dir}"
+                      f"{f' (shard {shard})' if shard else ''}; wait for it to finish or stop it "
+                      "(it resumes), rather than answering the same questions twice") from None
+    return fh
+
+
 # Settings that change no answer: how fast or how patiently models are called, how files were read.
 _RUNTIME_ONLY = {"llm": {"n_threads", "timeout_s", "retries", "backoff_s", "concurrency"}, "ingest": None}
 
@@ -226,13 +248,22 @@ def run(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestion], dict
     says why no answer could be made (asked again on resume). An answer that is no option letter
     is read with :func:`medr2.eval.scoring.extract_letter`; one that still gives none is counted
     ``unparsed`` (and wrong)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    shard = manifest.get("shard")
+    lock = _lock_run(out_dir, shard)
+    try:
+        return _run_locked(questions, answer, out_dir, manifest, progress, shard)
+    finally:
+        lock.close()  # releases the lock
+
+
+def _run_locked(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestion], dict], out_dir: Path,
+                manifest: dict, progress: bool, shard: Optional[str]) -> dict:
     from medr2.apply.answer import FAILED
     from medr2.eval.scoring import extract_letter
 
-    out_dir.mkdir(parents=True, exist_ok=True)
     _check_same_run(out_dir, manifest)
     commit = git_commit()  # the code that answers, read before the checkout can move on
-    shard = manifest.get("shard")
     manifest_path = out_dir / (f"manifest-{str(shard).replace('/', '-')}.json" if shard else "manifest.json")
     if not manifest_path.exists():  # written first, so that a killed run is protected when resumed
         write_atomic(manifest_path, {**manifest, "commit": commit, "started": time.strftime("%Y-%m-%dT%H:%M:%S")})
