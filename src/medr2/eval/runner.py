@@ -156,10 +156,15 @@ class RunBusy(RuntimeError):
     """Another process is writing the same run (or the same shard of it)."""
 
 
+def _shard_tag(shard: Optional[str]) -> str:
+    """The file-name suffix of shard I/N ("-I-N"; none for a whole run)."""
+    return f"-{str(shard).replace('/', '-')}" if shard else ""
+
+
 def _lock_run(out_dir: Path, shard: Optional[str]):
     """Hold an exclusive lock on the run (per shard, so shards still run side by side) for as long
     as the returned file stays open. The lock file stays; it is hidden and holds no data."""
-    path = out_dir / (f".run-{str(shard).replace('/', '-')}.lock" if shard else ".run.lock")
+    path = out_dir / f".run{_shard_tag(shard)}.lock"
     fh = open(path, "w")
     try:
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -264,7 +269,7 @@ def _run_locked(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestio
 
     _check_same_run(out_dir, manifest)
     commit = git_commit()  # the code that answers, read before the checkout can move on
-    manifest_path = out_dir / (f"manifest-{str(shard).replace('/', '-')}.json" if shard else "manifest.json")
+    manifest_path = out_dir / f"manifest{_shard_tag(shard)}.json"
     if not manifest_path.exists():  # written first, so that a killed run is protected when resumed
         write_atomic(manifest_path, {**manifest, "commit": commit, "started": time.strftime("%Y-%m-%dT%H:%M:%S")})
     qs = list(questions)
