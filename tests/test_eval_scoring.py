@@ -283,8 +283,8 @@ def test_runner_retries_failed_answers_reads_raw_text_and_refuses_another_run(tm
 
 def test_a_second_process_on_the_same_run_is_refused(tmp_path):
     """Two runs writing one directory would answer the same questions twice, each beside the other
-    (and time them so): while one holds the run, another stops at once and writes nothing; another
-    shard of the run still goes ahead."""
+    (and time them so): while one holds the run, another stops at once and writes nothing. A whole
+    run and a shard of it exclude each other; two different shards go side by side."""
     from medr2.eval.runner import RunBusy, _lock_run, run
     from medr2.schema import EvalQuestion
 
@@ -299,14 +299,28 @@ def test_a_second_process_on_the_same_run_is_refused(tmp_path):
         asked.append(q.id)
         return {"answer": "B", "rationale": ""}
 
-    held = _lock_run(out, None)  # what the first process holds while it answers
-    with pytest.raises(RunBusy, match="another `medr2 eval run` is writing"):
+    def release(held):
+        for fh in held:
+            fh.close()
+
+    held = _lock_run(out, None)  # what the first process holds while it answers the whole run
+    with pytest.raises(RunBusy, match=r"another `medr2 eval run` is writing .*\(the run or a shard of it\)"):
         run(qs, answer, out, manifest, progress=False)
+    with pytest.raises(RunBusy, match=r"\(the whole run\)"):  # its shards would answer the same questions
+        run(qs[:1], answer, out, dict(manifest, shard="0/2"), progress=False)
     assert asked == [] and not list(out.glob("*.json"))
-    run(qs[:1], answer, out, dict(manifest, shard="0/2"), progress=False)  # a shard has its own lock
-    assert asked == ["q0"]
-    held.close()
-    assert run(qs, answer, out, manifest, progress=False)["answered"] == 1 and asked == ["q0", "q1"]
+    release(held)
+
+    held = _lock_run(out, "0/2")  # a process answering shard 0/2
+    with pytest.raises(RunBusy, match=r"\(shard 0/2\)"):
+        run(qs[:1], answer, out, dict(manifest, shard="0/2"), progress=False)
+    with pytest.raises(RunBusy, match=r"\(the run or a shard of it\)"):
+        run(qs, answer, out, manifest, progress=False)
+    assert asked == []
+    run(qs[1:], answer, out, dict(manifest, shard="1/2"), progress=False)  # another shard goes ahead
+    assert asked == ["q1"]
+    release(held)
+    assert run(qs, answer, out, manifest, progress=False)["answered"] == 1 and asked == ["q1", "q0"]
 
 
 def test_failures_to_retry_are_told_from_wrong_answers(tmp_path):

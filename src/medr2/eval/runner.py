@@ -10,8 +10,9 @@ again. ``manifest.json`` beside the files (``manifest-I-N.json`` for shard I/N, 
 shards do not overwrite each other) holds the config, models, corpus, versions, seed and totals;
 resuming into a directory whose run differs (dataset, seed, method, answer mode, models, corpus
 or answering config) is refused rather than mixed. One process at a time writes a run (or a
-shard of it): a second one started on the same directory stops at once with :class:`RunBusy`
-instead of answering the same questions beside the first.
+shard of it): a second one started on the same run or shard, or a whole run started beside one
+of its shards (or the other way round), stops at once with :class:`RunBusy` instead of answering
+the same questions beside the first. Different shards run side by side.
 
 Example::
 
@@ -24,7 +25,6 @@ Example::
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import platform
@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from medr2.eval.datasets import DatasetError, load_mirage, load_mmlu_csv, load_pubmedqa, load_xmedbench
+from medr2.locks import try_lock
 from medr2.schema import EvalQuestion
 
 MIRAGE_SETS = ("mmlu", "medqa", "medmcqa", "pubmedqa", "bioasq")
@@ -161,19 +162,23 @@ def _shard_tag(shard: Optional[str]) -> str:
     return f"-{str(shard).replace('/', '-')}" if shard else ""
 
 
-def _lock_run(out_dir: Path, shard: Optional[str]):
-    """Hold an exclusive lock on the run (per shard, so shards still run side by side) for as long
-    as the returned file stays open. The lock file stays; it is hidden and holds no data."""
-    path = out_dir / f".run{_shard_tag(shard)}.lock"
-    fh = open(path, "w")
-    try:
-        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        fh.close()
-        raise RunBusy(f"another `medr2 eval run` is writing {out_dir}"
-                      f"{f' (shard {shard})' if shard else ''}; wait for it to finish or stop it "
-                      "(it resumes), rather than answering the same questions twice") from None
-    return fh
+def _lock_run(out_dir: Path, shard: Optional[str]) -> list:
+    """Hold the run for as long as the returned handles stay open. A whole run holds ``.run.lock``
+    exclusively; shard I/N holds it shared (so shards run side by side, but never beside a whole
+    run that would answer their questions too) and ``.run-I-N.lock`` exclusively. The lock files
+    stay; they are hidden and hold no data."""
+    held = []
+    for path, shared in ([(out_dir / ".run.lock", True), (out_dir / f".run{_shard_tag(shard)}.lock", False)]
+                         if shard else [(out_dir / ".run.lock", False)]):
+        fh = try_lock(path, shared=shared)
+        if fh is None:
+            for h in held:
+                h.close()
+            what = (f"shard {shard}" if not shared else "the whole run") if shard else "the run or a shard of it"
+            raise RunBusy(f"another `medr2 eval run` is writing {out_dir} ({what}); wait for it to finish or "
+                          "stop it (it resumes), rather than answering the same questions twice")
+        held.append(fh)
+    return held
 
 
 # Settings that change no answer: how fast or how patiently models are called, how files were read.
@@ -255,11 +260,12 @@ def run(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestion], dict
     ``unparsed`` (and wrong)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     shard = manifest.get("shard")
-    lock = _lock_run(out_dir, shard)
+    locks = _lock_run(out_dir, shard)
     try:
         return _run_locked(questions, answer, out_dir, manifest, progress, shard)
     finally:
-        lock.close()  # releases the lock
+        for fh in locks:
+            fh.close()  # releases the lock
 
 
 def _run_locked(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestion], dict], out_dir: Path,

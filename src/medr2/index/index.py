@@ -41,6 +41,7 @@ from medr2.index.dense import DenseEncoder, load_encoder
 from medr2.index.segments import Segment, merge, write_segment
 from medr2.index.sparse import Tokenizer, bm25_idf, score_segment
 from medr2.index.store import SQLiteStore
+from medr2.locks import try_lock
 from medr2.schema import Document, Passage
 
 # Settings an existing index is bound to: changing them needs a new index.
@@ -115,12 +116,9 @@ class Index:
             check_agrees(spec, config.index, path)
         lock_fh = None
         if writable or create:
-            lock_fh = open(path / ".lock", "w")
-            try:
-                fcntl.flock(lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                lock_fh.close()
-                raise IndexError_(f"index {path} is being written by another process; wait for it to finish") from None
+            lock_fh = try_lock(path / ".lock")
+            if lock_fh is None:
+                raise IndexError_(f"index {path} is being written by another process; wait for it to finish")
         store = None
         try:
             store = open_store(spec, path, store_uri)
