@@ -13,8 +13,9 @@ Example::
     (True, True)
     >>> a.close()
     >>> r1, r2 = try_lock(p, shared=True), try_lock(p, shared=True)
-    >>> r1 is not None and r2 is not None, try_lock(p) is None  # readers share; a writer waits
+    >>> r1 is not None and r2 is not None, try_lock(p) is None  # holders share; an exclusive one is refused
     (True, True)
+    >>> r1.close(); r2.close()
 """
 
 from __future__ import annotations
