@@ -167,14 +167,15 @@ def _lock_run(out_dir: Path, shard: Optional[str]) -> list:
     exclusively; shard I/N holds it shared (so shards run side by side, but never beside a whole
     run that would answer their questions too) and ``.run-I-N.lock`` exclusively. The lock files
     stay; they are hidden and hold no data."""
+    # (lock file, shared?, who holds it when it is refused)
+    steps = ([(".run.lock", True, "the whole run"), (f".run{_shard_tag(shard)}.lock", False, f"shard {shard}")]
+             if shard else [(".run.lock", False, "the run or a shard of it")])
     held = []
-    for path, shared in ([(out_dir / ".run.lock", True), (out_dir / f".run{_shard_tag(shard)}.lock", False)]
-                         if shard else [(out_dir / ".run.lock", False)]):
-        fh = try_lock(path, shared=shared)
+    for name, shared, what in steps:
+        fh = try_lock(out_dir / name, shared=shared)
         if fh is None:
             for h in held:
                 h.close()
-            what = (f"shard {shard}" if not shared else "the whole run") if shard else "the run or a shard of it"
             raise RunBusy(f"another `medr2 eval run` is writing {out_dir} ({what}); wait for it to finish or "
                           "stop it (it resumes), rather than answering the same questions twice")
         held.append(fh)
