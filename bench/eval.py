@@ -118,7 +118,7 @@ def zh_index() -> Path:
     t = time.time()
     for f, stype in files:
         subprocess.check_call(medr2("ingest", str(f), "--index", str(index), "--source-type", stype,
-                                    "--config", str(zh_cfg)))
+                                    "--config", str(zh_cfg), "--progress"))
     (index / "zh-built-e5").write_text(f"Chinese corpus: {len(files)} sources, {dropped} records dropped as "
                                     f"MCMLE overlap, built in {time.time() - t:.0f} s\n")
     return index
