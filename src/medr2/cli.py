@@ -528,9 +528,10 @@ def eval_group() -> None:
 @config_opt
 @click.option("--llm", "llm_spec", help="Generator (as in ask; default llm.generator).")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Run directory.")
-@click.option("--limit", type=int, help="Answer at most this many questions of the (sub)set this time.")
+@click.option("--limit", type=int, help="Only the first N questions of the (sub)set, in file order.")
 @click.option("--shard", help="i/n: answer every n-th question starting at i (parallel runs).")
-@click.option("--seed", default=0, show_default=True, help="Seed of the :N subset.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the :N subset and of the answering order "
+                                                              "(a seeded shuffle, so a stopped run has answered a random sample).")
 @answer_mode_opt
 @click.option("--allow-own-source", is_flag=True,
               help="Let retrieval return a question's own source document (its PMID, e.g. the PubMedQA abstract); "
@@ -540,8 +541,8 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
              answer_mode, allow_own_source, progress):
     """Answer a benchmark with a pipeline; resumable (rerun to continue), cached, shardable."""
     from medr2.eval.datasets import DatasetError
-    from medr2.eval.runner import (RunBusy, RunMismatch, in_shard, load_questions, own_sources, parse_dataset_spec,
-                                   parse_shard, run, safe_name, subset)
+    from medr2.eval.runner import (RunBusy, RunMismatch, answer_order, in_shard, load_questions, own_sources,
+                                   parse_dataset_spec, parse_shard, run, safe_name, subset)
     from medr2.llm.base import LLMError, LLMOutputError
     from medr2.pipelines import Engine, Pipeline
     from medr2.search.hybrid import QueryError
@@ -553,7 +554,7 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
         qs = subset(load_questions(name, benchmark), n, seed)
     except DatasetError as e:
         _fail(str(e), EXIT_USAGE)
-    qs = [q for i, q in enumerate(qs) if in_shard(i, sh)][: limit if limit else None]
+    qs = answer_order([q for i, q in enumerate(qs) if in_shard(i, sh)][: limit if limit else None], seed)
     try:
         engine = Engine.open(index_dir, config, generator=llm_spec)
     except LLMError as e:

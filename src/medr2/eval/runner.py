@@ -88,6 +88,24 @@ def subset(questions: list[EvalQuestion], n: Optional[int], seed: int) -> list[E
     return [questions[i] for i in idx]
 
 
+def answer_order(questions: list[EvalQuestion], seed: int) -> list[EvalQuestion]:
+    """The order a run answers its questions in: a seeded shuffle, so that the questions answered
+    before a run is stopped are a random sample of the set. Benchmark files are often grouped
+    (MMLU by subject, MIRAGE's PubMedQA* by gold answer), and a prefix in file order would not be.
+    Which questions a run answers (``subset``, ``--shard``, ``--limit``) is decided before this.
+
+    >>> qs = [EvalQuestion(dataset="d", id=str(i), question="q?") for i in range(10)]
+    >>> order = [q.id for q in answer_order(qs, 0)]
+    >>> sorted(order, key=int) == [q.id for q in qs] and order != [q.id for q in qs]
+    True
+    >>> order == [q.id for q in answer_order(qs, 0)]  # the same on resume
+    True
+    """
+    out = list(questions)
+    random.Random(f"answer-order-{seed}").shuffle(out)
+    return out
+
+
 OWN_SOURCE_SETS = ("pubmedqa",)  # questions written from one abstract: PubMedQA* answers without it
 
 
