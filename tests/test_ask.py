@@ -392,3 +392,10 @@ def test_medr2_in_loglik_mode_drafts_by_loglik_and_does_not_repeat_a_round(smol_
     assert gen["calls"] == 0 and gen["cached_calls"] == len(opts)  # the draft's prompt, from the cache
     # A loglik answer has no rationale, so round 2 would repeat round 1: the loop stops after one.
     assert len(res.rounds) == 1 and res.rounds[0].stop and "would repeat" in res.rounds[0].stop_reason
+    # So in loglik mode medr2 is its +reformulator+reranker ablation, question for question (bench/eval.py
+    # skips that ablation in loglik mode for this reason): the same query, evidence, scores and answer.
+    pair = Pipeline(smol_engine, "+reformulator+reranker", answer_mode="loglik").run(q, opts)
+    assert len(pair.rounds) == 1 and pair.rounds[0].query == res.rounds[0].query
+    assert pair.rounds[0].context_ids == res.rounds[0].context_ids and pair.rounds[0].context_ids
+    assert [(r.passage_id, r.F, r.kept) for r in pair.evidence] == [(r.passage_id, r.F, r.kept) for r in res.evidence]
+    assert (pair.answer, pair.rationale) == (res.answer, res.rationale)
