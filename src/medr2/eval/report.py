@@ -196,17 +196,21 @@ def ablation_table(rows: list[dict], model: str,
                 n[r["method"]] = n.get(r["method"], 0) + r["n"]
         lines = ["| reformulator | reranker | CoT | iterative | method | N | Avg | paired N | Δ vs vanilla RAG |",
                  "|:-:|:-:|:-:|:-:|---|---:|---:|---:|---:|"]
+        scored = bool(suffix)  # a scored letter: no chain of thought, so medr2 runs one round
         for m in present:
-            flags = ["✓" if m == "medr2" or f"+{x}" in m else "" for x in ("reformulator", "reranker", "cot")]
+            flags = ["✓" if m == "medr2" or f"+{x}" in m else "" for x in ("reformulator", "reranker")]
+            flags += ["–", "–"] if scored else ["✓" if m == "medr2" or "+cot" in m else "", "✓" if m == "medr2" else ""]
             meth = m + suffix
             delta, paired = _paired_delta(marks, model, meth, base, common) if marks is not None else (
                 (avg[meth] - avg[base], n[meth]) if n[meth] == n[base] else (None, 0))
             d = "–" if delta is None else f"{delta:+.2f}"
-            lines.append(f"| {' | '.join(flags)} | {'✓' if m == 'medr2' else ''} | {meth} | {n[meth]} | "
+            lines.append(f"| {' | '.join(flags)} | {meth} | {n[meth]} | "
                          f"{avg[meth]:.2f} | {paired or '–'} | {d} |")
         blocks.append("\n".join(lines) + f"\n\nAvg over: {', '.join(common)}" + (
             "; Δ is paired: on each dataset over the questions both answered, then averaged." if marks is not None
-            else "; Δ only where both answered as many questions."))
+            else "; Δ only where both answered as many questions.") + (
+            " CoT and iterative do not apply (–): the answer is a scored letter, with no chain of thought to "
+            "widen a second round, so medr2 here is one round of reformulator and reranker." if scored else ""))
     return "\n\n".join(blocks) or None
 
 
