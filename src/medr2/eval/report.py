@@ -198,8 +198,8 @@ def ablation_table(rows: list[dict], model: str,
                  "|:-:|:-:|:-:|:-:|---|---:|---:|---:|---:|"]
         scored = bool(suffix)  # a scored letter: no chain of thought, so medr2 runs one round
         for m in present:
-            flags = ["✓" if m == "medr2" or f"+{x}" in m else "" for x in ("reformulator", "reranker")]
-            flags += ["–", "–"] if scored else ["✓" if m == "medr2" or "+cot" in m else "", "✓" if m == "medr2" else ""]
+            on = [m == "medr2" or f"+{x}" in m for x in ("reformulator", "reranker", "cot")] + [m == "medr2"]
+            flags = ["–" if scored and i >= 2 else "✓" if x else "" for i, x in enumerate(on)]  # CoT, iterative
             meth = m + suffix
             delta, paired = _paired_delta(marks, model, meth, base, common) if marks is not None else (
                 (avg[meth] - avg[base], n[meth]) if n[meth] == n[base] else (None, 0))
