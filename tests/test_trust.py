@@ -97,6 +97,9 @@ def test_trust_modes_end_to_end(tmp_path, encoder):
     assert summary["oracle_kg"]["grounded_precision"] == 1.0 and summary["oracle_kg"]["omission"] < 1.0
     assert summary["oracle_kg"]["invalid_citation"] == 0.0
     assert "| oracle_kg | 2 |" in r.output
+    # question by question: every mode answers question 1 before question 2 is asked
+    done = [ln.split()[0] for ln in r.output.splitlines() if ln.startswith(("1/2 ", "2/2 "))]
+    assert done == ["1/2"] * 3 + ["2/2"] * 3, r.output
     rag_args = ["eval", "trust", "--questions", str(qfile), "--index", str(idx), "--llm", "none", "--mode", "oracle_kg",
                 "--ragas", "--out", str(tmp_path / "rag")]
     rag = CliRunner().invoke(main, rag_args)

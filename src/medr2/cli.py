@@ -637,7 +637,7 @@ def eval_trust(questions, index_dir, config_path, modes, llm_spec, limit, with_r
             ragas = {"judge": judge, "runs": judge_runs, "library": library_for(engine.config.kg),
                      "encoder": engine.index.encoder}
         summary = run_trust(engine, qs, list(modes) or ["no_rag", "passage", "full", "oracle_kg"], Path(out_dir),
-                            lambda msg: click.echo(msg, err=True) if sys.stderr.isatty() else None, ragas)
+                            lambda msg: click.echo(msg, err=True), ragas)  # a line per answer (minutes apart)
     except (TrustError, ValueError, LLMError) as e:
         _fail(str(e), EXIT_USAGE)
     finally:

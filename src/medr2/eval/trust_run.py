@@ -70,7 +70,6 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
     RAGAS-style metrics (:mod:`medr2.eval.ragas`) to every row, rows kept from an earlier run too.
     ``manifest.json`` beside ``summary.json`` names the models, index, commit and versions."""
     from medr2.eval.runner import git_commit, versions, write_atomic
-    from medr2.pipelines import Pipeline
 
     for m in modes:
         if m not in MODES:
@@ -78,49 +77,64 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
     if "no_rag" in modes and engine.generator is None:
         raise TrustError("mode no_rag answers with the generator alone: give one with --llm, or compare the other "
                          "modes (passage, full, oracle_kg), which answer extractively without one")
-    summary = {}
-    for mode in modes:
-        rows = []
-        d = out_dir / mode
-        d.mkdir(parents=True, exist_ok=True)
-        for q in questions:
-            f = d / f"{q['id']}.json"
+    # question by question, every mode answering each one before the next question: a killed run
+    # leaves the modes compared on the same questions
+    rows: dict[str, list[dict]] = {m: [] for m in modes}
+    for m in modes:
+        (out_dir / m).mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    answered = 0
+    for i, q in enumerate(questions, 1):
+        for mode in modes:
+            f = out_dir / mode / f"{q['id']}.json"
             if f.is_file():
                 row = json.loads(f.read_text(encoding="utf-8"))
                 if ragas is not None and "ragas" not in row and row.get("evidence") is not None:
                     row["ragas"] = _ragas(row["evidence"], row, q, ragas)
                     write_atomic(f, row)
-                rows.append(row)
+                rows[mode].append(row)
                 continue
-            t = time.perf_counter()
-            if MODES[mode] is None:
-                res = oracle_answer(engine, q)
-            else:
-                res = json.loads(Pipeline(engine, MODES[mode]).run(q["question"]).model_dump_json())
-            required = [r["text"] for r in q["required"]]
-            row = {"id": q["id"], "mode": mode, "question": q["question"], "answer": res.get("answer"),
-                   "rationale": res.get("rationale"),
-                   "citations": res.get("citations"), "metrics": score_answer(res, required),
-                   "seconds": round(time.perf_counter() - t, 3), "method": res.get("method"),
-                   "usage": res.get("usage") or {}}
-            # the kept evidence (text included) stays with the row, so metrics can be added later
-            row["evidence"] = [{"passage_id": e.get("passage_id"), "text": e.get("text", "")}
-                               for e in res.get("evidence") or [] if e.get("kept")]
+            row = _answer_row(engine, q, mode)
             if ragas is not None:
                 row["ragas"] = _ragas(row["evidence"], row, q, ragas)
             write_atomic(f, row)
-            rows.append(row)
+            rows[mode].append(row)
+            answered += 1
             if progress:
-                progress(f"{mode} {q['id']}")
-        summary[mode] = summarize(rows)
-        if any("ragas" in r for r in rows):
-            summary[mode]["ragas"] = ragas_summary([r["ragas"] for r in rows if "ragas" in r])
+                progress(f"{i}/{len(questions)} {q['id']} {mode}: {row['seconds']:.0f} s "
+                         f"({answered} answered in {time.perf_counter() - start:.0f} s)")
+    summary = {}
+    for mode in modes:
+        summary[mode] = summarize(rows[mode])
+        if any("ragas" in r for r in rows[mode]):
+            summary[mode]["ragas"] = ragas_summary([r["ragas"] for r in rows[mode] if "ragas" in r])
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     write_atomic(out_dir / "manifest.json", {
         "modes": modes, "questions": len(questions), "models": engine.model_names(), "index": str(engine.index.path),
         "commit": git_commit(), "versions": versions(), "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "config": engine.config.model_dump(mode="json")})
     return summary
+
+
+def _answer_row(engine, q: dict, mode: str) -> dict:
+    """Answer one question in one mode and score it against its required recommendations."""
+    from medr2.pipelines import Pipeline
+
+    t = time.perf_counter()
+    if MODES[mode] is None:
+        res = oracle_answer(engine, q)
+    else:
+        res = json.loads(Pipeline(engine, MODES[mode]).run(q["question"]).model_dump_json())
+    required = [r["text"] for r in q["required"]]
+    row = {"id": q["id"], "mode": mode, "question": q["question"], "answer": res.get("answer"),
+           "rationale": res.get("rationale"),
+           "citations": res.get("citations"), "metrics": score_answer(res, required),
+           "seconds": round(time.perf_counter() - t, 3), "method": res.get("method"),
+           "usage": res.get("usage") or {}}
+    # the kept evidence (text included) stays with the row, so metrics can be added later
+    row["evidence"] = [{"passage_id": e.get("passage_id"), "text": e.get("text", "")}
+                       for e in res.get("evidence") or [] if e.get("kept")]
+    return row
 
 
 def _ragas(evidence: list[dict], row: dict, q: dict, ragas: dict) -> dict:
