@@ -63,5 +63,5 @@ class StubServer:
 
 
 def chat_reply(text: str, prompt_tokens: int = 10, completion_tokens: int = 5) -> dict:
-    return {"choices": [{"message": {"role": "assistant", "content": text}}],
+    return {"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}}

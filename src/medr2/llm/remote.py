@@ -30,7 +30,7 @@ import urllib.error
 import urllib.request
 from typing import Any, Optional
 
-from medr2.llm.base import LLMError, Usage, json_only_instruction, record
+from medr2.llm.base import ContextWindowError, LLMError, Usage, json_only_instruction, record
 from medr2.llm.cache import LLMCache, cached
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -118,21 +118,22 @@ class OpenAICompatLLM:
             about_schema = any(w in str(e).lower() for w in ("response_format", "json_schema", "schema", "grammar",
                                                               "guided"))
             if json_schema is None or e.code != 400 or "response_format" not in body or not about_schema:
-                raise LLMError(str(e)) from None
+                raise window_error(e) from None
             self._schema_mode = "prompt"  # the server does not take JSON schemas: state it in the prompt
             body.pop("response_format")
             body["messages"] = [*messages, {"role": "user", "content": json_only_instruction(json_schema)}]
             try:
                 r = self._post("/chat/completions", body)
             except _HTTPStatus as e2:
-                raise LLMError(str(e2)) from None
+                raise window_error(e2) from None
         try:
             text = r["choices"][0]["message"].get("content") or ""
         except (KeyError, IndexError, TypeError, AttributeError):
             raise LLMError(f"{self.name}: the reply has no choices[0].message: {str(r)[:200]}") from None
         usage = r.get("usage") or {}
         out = {"text": text, "prompt_tokens": int(usage.get("prompt_tokens") or 0),
-               "completion_tokens": int(usage.get("completion_tokens") or 0)}
+               "completion_tokens": int(usage.get("completion_tokens") or 0),
+               "finish_reason": r["choices"][0].get("finish_reason")}
         record(self.usage, out["prompt_tokens"], out["completion_tokens"], time.perf_counter() - t)
         return out
 
@@ -179,6 +180,24 @@ class _HTTPStatus(Exception):
     def __init__(self, code: int, message: str):
         super().__init__(message)
         self.code = code
+
+
+# how OpenAI-compatible servers word a prompt that does not fit (vLLM, OpenAI: "maximum context
+# length"; llama.cpp server: "exceeds the available context size"; others: "context window")
+_WINDOW_WORDS = ("context length", "context size", "context window", "context_length_exceeded")
+
+
+def window_error(e: _HTTPStatus) -> LLMError:
+    """An HTTP error as an :class:`LLMError`, a :class:`ContextWindowError` when it says the
+    prompt does not fit the model's context.
+
+    >>> type(window_error(_HTTPStatus(400, "This model's maximum context length is 4096 tokens"))).__name__
+    'ContextWindowError'
+    """
+    text = str(e)
+    if e.code in (400, 413) and any(w in text.lower() for w in _WINDOW_WORDS):
+        return ContextWindowError(text)
+    return LLMError(text)
 
 
 def continuation_from_echo(reply: dict[str, Any], continuation: str) -> list[float]:
