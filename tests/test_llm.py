@@ -240,3 +240,21 @@ def test_the_context_window_bounds_the_second_try_and_the_repair_turn():
     # a first prompt that does not fit is a call that cannot be made
     with pytest.raises(ContextWindowError):
         structured(Windowed(n_ctx=500), msgs, schema, max_tokens=400)
+
+
+def test_open_questions_get_open_demonstrations():
+    """A multiple-choice demonstration before an open question made the bundled generator answer
+    guideline questions with a bare letter ("B"); open questions are now shown open ones."""
+    import json
+
+    from medr2.apply.prompts import answer_messages
+
+    ev = [{"n": 1, "title": "t", "text": "Quinine is not recommended for routine leg cramps."}]
+    for cot in (True, False):
+        open_msgs = answer_messages("Should quinine be used for leg cramps?", {}, ev, cot=cot)
+        demos = [json.loads(m["content"]) for m in open_msgs if m["role"] == "assistant"]
+        assert len(demos) == 2 and all(len(d["answer"]) > 1 for d in demos)
+        assert not any("Options:" in m["content"] or "letter" in m["content"] for m in open_msgs if m["role"] == "user")
+        mc = answer_messages("Which drug?", {"A": "aspirin", "B": "heparin"}, ev, cot=cot)
+        assert json.loads(mc[2]["content"])["answer"] == "B" and "Options:" in mc[1]["content"]
+        assert ("rationale" in demos[0]) == cot

@@ -63,6 +63,8 @@ DEMOS = [
                                 "in type 2 diabetes with albuminuria. Passage [2] only describes how sulfonylureas "
                                 "work and gives no kidney benefit. So the answer is SGLT2 inhibitors.",
                    "answer": "B", "citations": [1], "insufficient": False},
+        # the same demonstration for a question without options (a letter is no answer to it)
+        "open_answer": "SGLT2 inhibitors: they cut the risk of kidney failure by about a third.",
     },
     {
         "question": "What is the recommended dose of drug X in pregnancy?",
@@ -110,10 +112,20 @@ def answer_messages(question: str, options: dict[str, str], evidence: list[dict]
                     few_shot: int = 2, graph: Optional[str] = None) -> list[dict[str, str]]:
     import json
 
+    """The answer prompt: demonstrations, then the evidence and the question. A question without
+    options gets its demonstrations without options too: shown a multiple-choice demonstration, a
+    small model answers an open question with a letter.
+
+    >>> [m["content"] for m in answer_messages("Dose?", {}, [], cot=False)][2]
+    '{"answer": "SGLT2 inhibitors: they cut the risk of kidney failure by about a third.", "citations": [1], \
+"insufficient": false}'
+    """
     msgs = [{"role": "system", "content": SYSTEM_ANSWER + (SYSTEM_KG if graph else "")}]
     for demo in DEMOS[:few_shot]:
-        msgs.append({"role": "user", "content": _user_answer(demo["question"], demo["options"], demo["evidence"], cot)})
-        ans = dict(demo["answer"])
+        demo_options, ans = demo["options"], dict(demo["answer"])
+        if not options and demo_options:
+            demo_options, ans["answer"] = {}, demo["open_answer"]
+        msgs.append({"role": "user", "content": _user_answer(demo["question"], demo_options, demo["evidence"], cot)})
         if not cot:
             ans.pop("rationale")
         msgs.append({"role": "assistant", "content": json.dumps(ans)})
