@@ -62,7 +62,7 @@ def test_http_down_slow_and_garbage_endpoints_fail_cleanly():
     assert time.perf_counter() - start < 20
 
 
-def test_http_prompt_over_the_context_is_a_context_window_error(tmp_path):
+def test_http_prompt_over_the_context_is_a_context_window_error():
     from medr2.llm.base import ContextWindowError
 
     def handler(path, body):

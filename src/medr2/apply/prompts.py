@@ -110,8 +110,6 @@ def _user_answer(question: str, options: dict[str, str], evidence: list[dict], c
 
 def answer_messages(question: str, options: dict[str, str], evidence: list[dict], cot: bool = True,
                     few_shot: int = 2, graph: Optional[str] = None) -> list[dict[str, str]]:
-    import json
-
     """The answer prompt: demonstrations, then the evidence and the question. A question without
     options gets its demonstrations without options too: shown a multiple-choice demonstration, a
     small model answers an open question with a letter.
@@ -120,6 +118,8 @@ def answer_messages(question: str, options: dict[str, str], evidence: list[dict]
     '{"answer": "SGLT2 inhibitors: they cut the risk of kidney failure by about a third.", "citations": [1], \
 "insufficient": false}'
     """
+    import json
+
     msgs = [{"role": "system", "content": SYSTEM_ANSWER + (SYSTEM_KG if graph else "")}]
     for demo in DEMOS[:few_shot]:
         demo_options, ans = demo["options"], dict(demo["answer"])
