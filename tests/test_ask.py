@@ -304,6 +304,23 @@ def test_long_benchmark_questions_are_answered_with_a_cut_retrieval_query(demo_i
         e.close()
 
 
+def test_direct_answering_that_fails_is_one_failed_answer_and_needs_a_generator(demo_index_dir, tmp_path):
+    from medr2.llm.base import LLMError
+
+    # a model that never answers in the schema (the bundled one once overran the answer's length limit)
+    with StubServer(lambda p, b: (200, chat_reply("I think yes."), 0)) as srv:
+        e = _engine_on(srv.url, demo_index_dir, tmp_path)
+        res = Pipeline(e, "direct").run(METFORMIN)
+        e.close()
+    assert res.insufficient and res.method == "invalid_output" and res.answer.startswith("Insufficient evidence")
+    e = Engine.open(demo_index_dir, generator="none", scorer="none")
+    try:
+        with pytest.raises(LLMError, match="direct pipeline answers with the generator alone"):
+            Pipeline(e, "direct").run(METFORMIN)
+    finally:
+        e.close()
+
+
 def test_llm_amt_needs_a_generator(demo_index_dir):
     from medr2.llm.base import LLMError
 

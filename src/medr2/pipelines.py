@@ -331,9 +331,15 @@ class Pipeline:
             elif self.s.amt:
                 self._amt(question, options, res)
             elif not self.s.retrieve:
+                if e.generator is None:
+                    raise LLMError(f"the {self.name} pipeline answers with the generator alone; none is configured "
+                                   "(give one with --llm)")
                 with stage("generate"):
-                    ans = (self._loglik().answer(question, options, []) if self._use_loglik(options) else
-                           direct_answer(e.generator, question, options, self.s.cot, cfg.apply.max_answer_tokens))
+                    try:
+                        ans = (self._loglik().answer(question, options, []) if self._use_loglik(options) else
+                               direct_answer(e.generator, question, options, self.s.cot, cfg.apply.max_answer_tokens))
+                    except LLMError as err:  # as in the retrieving pipelines: one failed answer, not a failed run
+                        ans = failed_answer(err)
                 self._finish(res, ans)
             else:
                 self._rag(question, options, res)
