@@ -118,6 +118,9 @@ def test_grades_and_polarity():
     assert polarity_of("Consider metformin as first-line therapy.") == 1
     assert polarity_of("There is insufficient evidence to recommend for or against X (Level U).") == 0
     assert polarity_of("Myasthenia gravis is a disease.") == 0
+    assert polarity_of("Quinine is likely effective, but avoiding it for routine cramps is advised.") == -1
+    assert polarity_of("Women should be advised not to breastfeed for a week.") == -1
+    assert polarity_of("A 3 mg dose of LNG can be considered.") == 1
 
 
 def ngc_doc():

@@ -41,6 +41,33 @@ def test_pure_metrics():
     assert unsupported_claim_rate([("SGLT2 inhibitors slow CKD [1].", [1])], {1: "Warfarin dosing."}) == 1.0
 
 
+def test_conflict_reads_clauses_not_remarks_about_the_evidence():
+    # cases read by hand in the generated trust rows (bench/README.md): a remark about what the
+    # passage lacks, a condition and counselling on a fact carry no polarity of their own ...
+    thym = "For patients with myasthenia gravis, thymectomy is recommended to increase the probability of remission."
+    assert not conflicts("The guideline recommends thymectomy for myasthenia gravis, but it does not specify the "
+                         "probability of remission.", [thym])
+    atony = "Uterotonic agents should be the first-line treatment for postpartum hemorrhage due to uterine atony."
+    assert not conflicts("Uterotonic agents: first-line treatment for uterine atony; if not effective, laparotomy.",
+                         [atony])
+    ec = "EC providers should advise women using enzyme-inducing drugs that the effectiveness of UPA-EC could be reduced."
+    assert not conflicts("The guideline advises against using UPA-EC with enzyme-inducing drugs.", [ec])
+    # ... while the clause that recommends is still read, and the reverse of a recommendation
+    # against (worded "advised not to", "avoid") is a conflict
+    ct = "CT imaging should not be used to diagnose sport-related concussion but might rule out skull fracture."
+    assert conflicts("The guideline recommends CT imaging for suspected sport-related concussion, but not for all.",
+                     [ct])
+    bf = "Breastfeeding women should be advised not to breastfeed for a week after they have taken UPA-EC."
+    assert not conflicts("Women should not breastfeed for a week after taking UPA-EC.", [bf])
+    assert conflicts("Breastfeeding women can take UPA-EC.", [bf])
+    quinine = "The use of quinine derivatives for muscle cramps should be avoided for routine treatment of cramps."
+    assert not conflicts("The guideline recommends avoiding quinine derivatives for routine treatment of cramps.",
+                         [quinine])
+    # an abbreviation ("T. gondii") does not end the required sentence and flip its polarity
+    amnio = "Amniocentesis should not be offered for T. gondii infection at less than 18 weeks and should be offered later."
+    assert not conflicts("Amniocentesis should not be offered for T. gondii infection before 18 weeks.", [amnio])
+
+
 def test_score_answer_layout():
     res = {"answer": "Offer an SGLT2 inhibitor [1].", "rationale": "", "citations": ["p1"], "insufficient": False,
            "evidence": [{"passage_id": "p1", "text": REQ, "kept": True, "n": 1},
@@ -117,3 +144,12 @@ def test_trust_modes_end_to_end(tmp_path, encoder):
     assert r.exit_code == 0, r.output + str(r.exception)
     assert "ragas" in json.loads((out / "summary.json").read_text())["oracle_kg"]
     assert all("ragas" in json.loads(p.read_text()) for p in (out / "oracle_kg").glob("*.json"))
+    # a stored conflict flag made by an earlier version of the test is recomputed from the answer
+    row_file = sorted((out / "passage").glob("*.json"))[0]
+    row = json.loads(row_file.read_text())
+    assert row["metrics"]["conflict"] is False
+    row["metrics"]["conflict"] = True
+    row_file.write_text(json.dumps(row))
+    assert CliRunner().invoke(main, args).exit_code == 0
+    assert json.loads(row_file.read_text())["metrics"]["conflict"] is False
+    assert json.loads((out / "summary.json").read_text())["passage"]["conflict_rate"] == 0.0

@@ -107,24 +107,79 @@ def _stems(text: str) -> set[str]:
             for w in content_words(_CITE.sub(" ", text))}
 
 
+# a sentence ends at ".", "!" or "?" after a lowercase letter, digit or bracket, so "T. gondii" is
+# one sentence
+_SENTENCE = re.compile(r"(?<=[a-z0-9)\]%\"'”][.!?])\s+|\n+")
+# a sentence is judged clause by clause: "recommends X, but it does not specify a benefit" holds
+# a recommendation for X and a remark about the source, not a recommendation against X
+_CLAUSE = re.compile(r"\s*;\s+|,?\s+(?=(?:but|while|whereas|although|though|however)\b)|,\s+(?=(?:if|unless|except)\b)",
+                     re.I)
+# clauses with no polarity of their own: a condition ("if it does not work"), a remark about what
+# the evidence says or lacks, or counselling on a fact ("advise women that X could be reduced")
+_CONDITION = re.compile(r"(?i)^(?:if|unless|except|when|although|though)\b")
+_ABOUT_SOURCE = re.compile(
+    r"(?i)\b(?:do|does|did)\s+not\s+(?:specify|provide|mention|state|address|include|contain|discuss|say|describe|"
+    r"cover|report|give|list|define)\b|\bno (?:information|mention|data)\b|"
+    r"\bnot (?:mentioned|specified|stated|addressed|reported|discussed|covered)\b")
+_COUNSEL = re.compile(r"(?i)\b(?:advise|inform|tell|counsel)(?:s|d|ed)?\b.*\bthat\b")
+
+
+def clauses(text: str) -> list[str]:
+    """The clauses of a text (sentences, split again before "but", "while", "although", at ";"
+    and before a trailing condition), citation marks removed."""
+    out = []
+    for sent in _SENTENCE.split(text.strip()):
+        for c in _CLAUSE.split(_CITE.sub(" ", sent)):
+            c = c.strip(" -*\t,")
+            if c:
+                out.append(c)
+    return out
+
+
+def clause_polarity(clause: str) -> int:
+    """The polarity of a recommendation clause (:func:`polarity_of`), 0 for a condition, a remark
+    about the source or counselling on a fact."""
+    if _CONDITION.match(clause) or _ABOUT_SOURCE.search(clause) or _COUNSEL.search(clause):
+        return 0
+    return polarity_of(clause)
+
+
 def conflicts(answer: str, required: Sequence[str], min_overlap: float = 0.5) -> bool:
-    """A sentence of the answer recommends against what a required recommendation recommends (or
-    the reverse) about the same thing: their content words overlap by at least ``min_overlap``
-    of the shorter one's. A sentence quoting required knowledge is never a conflict (a question
-    often requires a recommendation and its exception, of opposite polarities)."""
-    reqs = [(polarity_of(r), _stems(r)) for r in required]
+    """A clause of the answer recommends against what a clause of a required recommendation
+    recommends (or the reverse) about the same thing: their content words overlap by at least
+    ``min_overlap`` of the shorter one's. A sentence quoting required knowledge is never a conflict
+    (a question often requires a recommendation and its exception, of opposite polarities), nor is
+    a condition, a remark about what the evidence says, or counselling (:func:`clause_polarity`).
+
+    Example::
+
+        >>> req = ["Offer thymectomy to increase the probability of remission."]
+        >>> conflicts("Thymectomy should not be offered for remission.", req)
+        True
+        >>> conflicts("The guideline recommends thymectomy for remission, but it does not specify "
+        ...           "the probability of remission.", req)
+        False
+    """
+    reqs = [(clause_polarity(c), _stems(c)) for r in required for c in clauses(r)]
     reqs = [(rp, rw) for rp, rw in reqs if rp != 0 and rw]
-    for sent in re.split(r"(?<=[.!?])\s+|\n+", answer.strip()):
-        sent = _CITE.sub(" ", sent).strip(" -*\t")
-        if not sent or any(holds(sent, r) or holds(r, sent) for r in required):
+    for sent in _SENTENCE.split(answer.strip()):
+        bare = _CITE.sub(" ", sent).strip(" -*\t")
+        if not bare or any(holds(bare, r) or holds(r, bare) for r in required):
             continue
-        pol, words = polarity_of(sent), _stems(sent)
-        if pol == 0 or not words:
-            continue
-        for rp, rw in reqs:
-            if rp == -pol and len(words & rw) / min(len(words), len(rw)) >= min_overlap:
-                return True
+        for clause in clauses(sent):
+            pol, words = clause_polarity(clause), _stems(clause)
+            if pol == 0 or not words:
+                continue
+            for rp, rw in reqs:
+                if rp == -pol and len(words & rw) / min(len(words), len(rw)) >= min_overlap:
+                    return True
     return False
+
+
+def answer_conflicts(res: dict, required: Sequence[str]) -> bool:
+    """:func:`conflicts` over an answer and its chain of thought (``medr2 ask --json`` layout or a
+    stored trust row)."""
+    return conflicts(f"{res.get('answer') or ''} {res.get('rationale') or ''}", required)
 
 
 def mean(xs: Iterable[Optional[float]]) -> Optional[float]:
@@ -147,7 +202,7 @@ def score_answer(res: dict, required: Sequence[str]) -> dict:
     fallback = [e["n"] for e in ev if e.get("passage_id") in cited and e.get("n")]
     return {
         "omission": omission(required, cited_texts),
-        "conflict": conflicts(res.get("answer", "") + " " + res.get("rationale", ""), required),
+        "conflict": answer_conflicts(res, required),
         "unsupported": unsupported_claim_rate(sentences, numbered, fallback=fallback),
         "invalid_citation": invalid_citation_rate(cited, context),
         "grounded_precision": grounded_precision(cited_texts, required),

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
-from medr2.eval.trust import MODES, holds, score_answer, summarize
+from medr2.eval.trust import MODES, answer_conflicts, holds, score_answer, summarize
 
 
 class TrustError(ValueError):
@@ -89,8 +89,15 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
             f = out_dir / mode / f"{q['id']}.json"
             if f.is_file():
                 row = json.loads(f.read_text(encoding="utf-8"))
+                # conflict reads only the stored answer: recomputed, so a revised test applies to
+                # rows kept from an earlier run (the other metrics need the context numbering)
+                conflict = answer_conflicts(row, [r["text"] for r in q["required"]])
+                changed = row["metrics"].get("conflict") != conflict
+                row["metrics"]["conflict"] = conflict
                 if ragas is not None and "ragas" not in row and row.get("evidence") is not None:
                     row["ragas"] = _ragas(row["evidence"], row, q, ragas)
+                    changed = True
+                if changed:
                     write_atomic(f, row)
                 rows[mode].append(row)
                 continue

@@ -60,11 +60,13 @@ _EVIDENCE = [
                r"(high|moderate|low|very low|[1-4][a-c]?\+{0,2}|[A-C])\b", re.I),
     re.compile(r"\b(high|moderate|low|very low)[- ]quality evidence", re.I),
 ]
-_NEG = re.compile(r"(?i)\b(?:should not|must not|do not|does not|not recommended|recommend(?:s|ed)? against|"
-                  r"avoid|avoided|against the use|discourage|not be (?:used|offered|given|prescribed|routinely)|"
+_NEG = re.compile(r"(?i)\b(?:should not|must not|do not|does not|not recommended|(?:recommend|advise)(?:s|d|ed)? against|"
+                  r"(?:advise|instruct|tell|told|ask|encourage)(?:s|d|ed)? not to|"
+                  r"avoid(?:s|ed|ing|ance)?|against the use|discourage|not be (?:used|offered|given|prescribed|routinely)|"
                   r"not routinely|no role|not indicated|not effective|no benefit)\b")
 _POS = re.compile(r"(?i)\b(?:should|recommend(?:s|ed)?|consider|is indicated|are indicated|must|advised|suggest(?:s|ed)?|"
-                  r"offer|is effective|are effective|is appropriate|use\b|give\b|prescribe|start)\b")
+                  r"offer|is effective|are effective|is appropriate|use\b|give\b|prescribe|start|"
+                  r"can (?:safely )?(?:be )?(?:take|taken|use|used|give|given|offer|offered|consider|considered))\b")
 _UNCERTAIN = re.compile(r"(?i)\b(?:insufficient evidence|inconclusive|unproven|cannot be made|Level U)\b")
 _INTERVENTION_TYPES = ("Intervention", "Substance")
 _TARGET_TYPES = ("Condition", "Population")
