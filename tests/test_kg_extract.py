@@ -121,6 +121,10 @@ def test_grades_and_polarity():
     assert polarity_of("Quinine is likely effective, but avoiding it for routine cramps is advised.") == -1
     assert polarity_of("Women should be advised not to breastfeed for a week.") == -1
     assert polarity_of("A 3 mg dose of LNG can be considered.") == 1
+    # a negation in a relative clause says who, not what to do
+    assert polarity_of("Offer insulin to patients who do not respond to metformin.") == 1
+    assert polarity_of("Do not offer prophylaxis to people who are not taking rituximab.") == -1
+    assert polarity_of("Metformin is not as effective as clomiphene for ovulation induction.") == -1
 
 
 def ngc_doc():

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from medr2.cli import main
-from medr2.eval.trust import (answered_fresh, claim_sentences, conflicts, grounded_precision, holds,
+from medr2.eval.trust import (answered_fresh, claim_sentences, clauses, conflicts, grounded_precision, holds,
                               invalid_citation_rate, omission, score_answer, summarize, unsupported_claim_rate)
 
 from conftest import ROOT, SHARED
@@ -63,9 +63,25 @@ def test_conflict_reads_clauses_not_remarks_about_the_evidence():
     quinine = "The use of quinine derivatives for muscle cramps should be avoided for routine treatment of cramps."
     assert not conflicts("The guideline recommends avoiding quinine derivatives for routine treatment of cramps.",
                          [quinine])
+    # a condition is not the recommendation: "when ..." names the case, the main clause says what to do
+    prog = "A progestogen is generally not indicated when low-dose vaginal estrogen is administered for VVA."
+    assert not conflicts("The guideline recommends using low-dose vaginal estrogen for atrophy.", [prog])
+    assert conflicts("A progestogen is indicated with vaginal estrogen.", [prog])
+    # "recommends X not as first-line" is against X; a quote-like restatement agrees
+    met = "Metformin alone should not be used as first-line therapy for ovulation induction in women with PCOS."
+    assert not conflicts("The guideline recommends metformin alone not as first-line therapy for ovulation "
+                         "induction in women with PCOS.", [met])
+    assert conflicts("Yes, metformin should be the first drug for ovulation induction in a woman with PCOS. "
+                     "The guideline agrees.", [met])
     # an abbreviation ("T. gondii") does not end the required sentence and flip its polarity
     amnio = "Amniocentesis should not be offered for T. gondii infection at less than 18 weeks and should be offered later."
     assert not conflicts("Amniocentesis should not be offered for T. gondii infection before 18 weeks.", [amnio])
+
+
+def test_clauses():
+    assert clauses("Offer X [1]; if it fails, give insulin. Avoid T. gondii exposure, e.g. cat litter.") == [
+        "Offer X", "if it fails", "give insulin.", "Avoid T. gondii exposure, e.g. cat litter."]
+    assert clauses("Use A, but not B") == ["Use A", "but not B"]
 
 
 def test_score_answer_layout():

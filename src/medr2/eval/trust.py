@@ -107,13 +107,12 @@ def _stems(text: str) -> set[str]:
             for w in content_words(_CITE.sub(" ", text))}
 
 
-# a sentence ends at ".", "!" or "?" after a lowercase letter, digit or bracket, so "T. gondii" is
-# one sentence
-_SENTENCE = re.compile(r"(?<=[a-z0-9)\]%\"'”][.!?])\s+|\n+")
+# a sentence ends at ".", "!" or "?" and a space, but not after an initial or abbreviation
+# ("T. gondii", "e.g. carbamazepine")
+_SENTENCE = re.compile(r"(?<=[.!?])(?<![\s(][A-Z]\.)(?<!e\.g\.)(?<!i\.e\.)(?<!\svs\.)\s+|\n+")
 # a sentence is judged clause by clause: "recommends X, but it does not specify a benefit" holds
 # a recommendation for X and a remark about the source, not a recommendation against X
-_CLAUSE = re.compile(r"\s*;\s+|,?\s+(?=(?:but|while|whereas|although|though|however)\b)|,\s+(?=(?:if|unless|except)\b)",
-                     re.I)
+_CLAUSE = re.compile(r"\s*;\s+|,?\s+(?=(?:but|while|whereas|although|though|however|if|unless|when|except)\b)", re.I)
 # clauses with no polarity of their own: a condition ("if it does not work"), a remark about what
 # the evidence says or lacks, or counselling on a fact ("advise women that X could be reduced")
 _CONDITION = re.compile(r"(?i)^(?:if|unless|except|when|although|though)\b")
@@ -125,15 +124,20 @@ _COUNSEL = re.compile(r"(?i)\b(?:advise|inform|tell|counsel)(?:s|d|ed)?\b.*\btha
 
 
 def clauses(text: str) -> list[str]:
-    """The clauses of a text (sentences, split again before "but", "while", "although", at ";"
-    and before a trailing condition), citation marks removed."""
+    """The clauses of a text, citation marks removed: sentences, split again before "but",
+    "while", "although", "if", "when", "unless" and at ";". A clause opened by a condition keeps
+    what follows the condition's comma ("if indicated, regular use of moisturizers") as a clause of
+    its own."""
     out = []
     for sent in _SENTENCE.split(text.strip()):
         for c in _CLAUSE.split(_CITE.sub(" ", sent)):
             c = c.strip(" -*\t,")
-            if c:
+            if _CONDITION.match(c) and "," in c:
+                cond, main = c.split(",", 1)
+                out += [cond.strip(), main.strip(" -*\t,")]
+            elif c:
                 out.append(c)
-    return out
+    return [c for c in out if c]
 
 
 def clause_polarity(clause: str) -> int:

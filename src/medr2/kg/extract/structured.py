@@ -62,11 +62,13 @@ _EVIDENCE = [
 ]
 _NEG = re.compile(r"(?i)\b(?:should not|must not|do not|does not|not recommended|(?:recommend|advise)(?:s|d|ed)? against|"
                   r"(?:advise|instruct|tell|told|ask|encourage)(?:s|d|ed)? not to|"
-                  r"avoid(?:s|ed|ing|ance)?|against the use|discourage|not be (?:used|offered|given|prescribed|routinely)|"
-                  r"not routinely|no role|not indicated|not effective|no benefit)\b")
+                  r"avoid(?:s|ed|ing)?|avoidance of|against the use|discourage|not be (?:used|offered|given|prescribed|routinely)|"
+                  r"not routinely|not as|no role|not indicated|not effective|no benefit)\b")
 _POS = re.compile(r"(?i)\b(?:should|recommend(?:s|ed)?|consider|is indicated|are indicated|must|advised|suggest(?:s|ed)?|"
                   r"offer|is effective|are effective|is appropriate|use\b|give\b|prescribe|start|"
                   r"can (?:safely )?(?:be )?(?:take|taken|use|used|give|given|offer|offered|consider|considered))\b")
+_RELATIVE_NEG = re.compile(r"(?i)\b(?:who|which|that)\s+(?:do|does|did|have|has|had|are|is|were|was|can|could)\s+not\b|"
+                          r"\b(?:who|which|that)\s+(?:cannot|can't|don't|doesn't|didn't)\b")
 _UNCERTAIN = re.compile(r"(?i)\b(?:insufficient evidence|inconclusive|unproven|cannot be made|Level U)\b")
 _INTERVENTION_TYPES = ("Intervention", "Substance")
 _TARGET_TYPES = ("Condition", "Population")
@@ -94,7 +96,9 @@ def parse_grade(text: str) -> dict[str, str]:
 
 
 def polarity_of(statement: str) -> int:
-    """-1 a recommendation against, 1 for, 0 neither (or uncertain)."""
+    """-1 a recommendation against, 1 for, 0 neither (or uncertain). A negation inside a relative
+    clause ("patients who do not respond") says who, not what to do, and is not read."""
+    statement = _RELATIVE_NEG.sub(" ", statement)
     if _UNCERTAIN.search(statement):
         return 0
     if _NEG.search(statement):
