@@ -6,9 +6,10 @@ Per answer:
 
 * **required-knowledge omission**: share of the required recommendations that no cited passage
   holds (a passage holds one when it contains its text, whitespace-normalised);
-* **conflict**: a sentence of the answer recommends against what a required recommendation
-  recommends, or the reverse, about the same thing (half the content words of the shorter in
-  common); quotes of required knowledge are not conflicts;
+* **conflict**: a clause of the answer recommends against what a clause of a required
+  recommendation recommends, or the reverse, about the same thing (half the content words of the
+  shorter in common); quotes of required knowledge, conditions, remarks about what the evidence
+  says and counselling on a fact are not conflicts;
 * **unsupported-claim rate**: share of the answer's sentences (answer and rationale) that cite
   nothing, or cite only passages sharing under ``min_overlap`` of the sentence's content words;
 * **invalid-citation rate**: share of citations to passages that were not in the context;
