@@ -73,6 +73,15 @@ def test_conflict_reads_clauses_not_remarks_about_the_evidence():
                          "induction in women with PCOS.", [met])
     assert conflicts("Yes, metformin should be the first drug for ovulation induction in a woman with PCOS. "
                      "The guideline agrees.", [met])
+    # a paraphrase of one required recommendation is about that one, not its neighbour of the
+    # opposite polarity that shares the population
+    af = ["The AAFP recommends against dual treatment with anticoagulant and antiplatelet therapy in most patients "
+          "who have atrial fibrillation.", "The AAFP recommends that patients who have atrial fibrillation receive "
+          "chronic anticoagulation."]
+    assert not conflicts("The guideline recommends against dual treatment with anticoagulant and antiplatelet "
+                         "therapy in patients who have atrial fibrillation.", af)
+    assert conflicts("Patients who have atrial fibrillation should not receive chronic anticoagulation.", af)
+    assert conflicts("You cannot give chronic anticoagulation to patients with atrial fibrillation.", af)
     # an abbreviation ("T. gondii") does not end the required sentence and flip its polarity
     amnio = "Amniocentesis should not be offered for T. gondii infection at less than 18 weeks and should be offered later."
     assert not conflicts("Amniocentesis should not be offered for T. gondii infection before 18 weeks.", [amnio])

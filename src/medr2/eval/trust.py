@@ -151,8 +151,9 @@ def clause_polarity(clause: str) -> int:
 
 def conflicts(answer: str, required: Sequence[str], min_overlap: float = 0.5) -> bool:
     """A clause of the answer recommends against what a clause of a required recommendation
-    recommends (or the reverse) about the same thing: their content words overlap by at least
-    ``min_overlap`` of the shorter one's. A sentence quoting required knowledge is never a conflict
+    recommends (or the reverse) about the same thing: a required clause it shares the most
+    content words with (at least ``min_overlap`` of the shorter one's; on a tie, any of them) has
+    the opposite polarity. A sentence quoting required knowledge is never a conflict
     (a question often requires a recommendation and its exception, of opposite polarities), nor is
     a condition, a remark about what the evidence says, or counselling (:func:`clause_polarity`).
 
@@ -173,11 +174,14 @@ def conflicts(answer: str, required: Sequence[str], min_overlap: float = 0.5) ->
             continue
         for clause in clauses(sent):
             pol, words = clause_polarity(clause), _stems(clause)
-            if pol == 0 or not words:
+            if pol == 0 or not words or not reqs:
                 continue
-            for rp, rw in reqs:
-                if rp == -pol and len(words & rw) / min(len(words), len(rw)) >= min_overlap:
-                    return True
+            # the clause is about the required clause(s) it shares most words with: a paraphrase of
+            # "recommends against dual therapy in AF" is not in conflict with "anticoagulate in AF"
+            overlap = [(len(words & rw) / min(len(words), len(rw)), rp) for rp, rw in reqs]
+            best = max(o for o, _ in overlap)
+            if best >= min_overlap and any(rp == -pol for o, rp in overlap if o == best):
+                return True
     return False
 
 

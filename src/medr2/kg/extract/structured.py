@@ -62,6 +62,7 @@ _EVIDENCE = [
 ]
 _NEG = re.compile(r"(?i)\b(?:should not|must not|do not|does not|not recommended|(?:recommend|advise)(?:s|d|ed)? against|"
                   r"(?:advise|instruct|tell|told|ask|encourage)(?:s|d|ed)? not to|"
+                  r"can ?not (?:be )?(?:give|given|take|taken|use|used|prescribe|prescribed|recommend|recommended)|"
                   r"avoid(?:s|ed|ing)?|avoidance of|against the use|discourage|not be (?:used|offered|given|prescribed|routinely)|"
                   r"not routinely|not as|no role|not indicated|not effective|no benefit)\b")
 _POS = re.compile(r"(?i)\b(?:should|recommend(?:s|ed)?|consider|is indicated|are indicated|must|advised|suggest(?:s|ed)?|"
