@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Optional, Sequence
 
+from medr2.kg.extract.base import sentences as split_sentences
 from medr2.kg.extract.structured import polarity_of
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -108,9 +109,6 @@ def _stems(text: str) -> set[str]:
             for w in content_words(_CITE.sub(" ", text))}
 
 
-# a sentence ends at ".", "!" or "?" and a space, but not after an initial or abbreviation
-# ("T. gondii", "e.g. carbamazepine")
-_SENTENCE = re.compile(r"(?<=[.!?])(?<![\s(][A-Z]\.)(?<!e\.g\.)(?<!i\.e\.)(?<!\svs\.)\s+|\n+")
 # a sentence is judged clause by clause: "recommends X, but it does not specify a benefit" holds
 # a recommendation for X and a remark about the source, not a recommendation against X
 _CLAUSE = re.compile(r"\s*;\s+|,?\s+(?=(?:but|while|whereas|although|though|however|if|unless|when|except)\b)", re.I)
@@ -130,7 +128,7 @@ def clauses(text: str) -> list[str]:
     what follows the condition's comma ("if indicated, regular use of moisturizers") as a clause of
     its own."""
     out = []
-    for sent in _SENTENCE.split(text.strip()):
+    for _, _, sent in split_sentences(text):
         for c in _CLAUSE.split(_CITE.sub(" ", sent)):
             c = c.strip(" -*\t,")
             if _CONDITION.match(c) and "," in c:
@@ -168,7 +166,7 @@ def conflicts(answer: str, required: Sequence[str], min_overlap: float = 0.5) ->
     """
     reqs = [(clause_polarity(c), _stems(c)) for r in required for c in clauses(r)]
     reqs = [(rp, rw) for rp, rw in reqs if rp != 0 and rw]
-    for sent in _SENTENCE.split(answer.strip()):
+    for _, _, sent in split_sentences(answer):
         bare = _CITE.sub(" ", sent).strip(" -*\t")
         if not bare or any(holds(bare, r) or holds(r, bare) for r in required):
             continue
