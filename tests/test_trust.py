@@ -9,7 +9,8 @@ from click.testing import CliRunner
 
 from medr2.cli import main
 from medr2.eval.trust import (answered_fresh, claim_sentences, clauses, conflicts, grounded_precision, holds,
-                              invalid_citation_rate, omission, score_answer, summarize, unsupported_claim_rate)
+                              invalid_citation_rate, omission, rescore, score_answer, summarize,
+                              unsupported_claim_rate)
 
 from conftest import ROOT, SHARED
 
@@ -102,6 +103,28 @@ def test_score_answer_layout():
     assert m["unsupported"] == 0.0 and not m["conflict"]
 
 
+def test_rescore_a_stored_row():
+    """A stored row keeps only its context (in context order); rescoring it gives score_answer's
+    metrics, with the context number taken from the position when the row does not store it."""
+    other = "Metformin is first-line for type 2 diabetes."
+    res = {"answer": "Offer an SGLT2 inhibitor [2].", "rationale": "Metformin first [1]. The guideline does not "
+           "mention insulin.", "citations": ["p2", "p1"], "insufficient": False,
+           "evidence": [{"passage_id": "p1", "text": other, "kept": True, "n": 1},
+                        {"passage_id": "p3", "text": "Dropped.", "kept": False, "n": None},
+                        {"passage_id": "p2", "text": REQ, "kept": True, "n": 2}]}
+    m = score_answer(res, [REQ])
+    assert m["unsupported"] == 0.0 and m["grounded_precision"] == 0.5  # the remark on insulin is no claim
+    row = {"answer": res["answer"], "rationale": res["rationale"], "citations": res["citations"],
+           "metrics": {**m, "unsupported": 0.9},
+           "evidence": [{"passage_id": "p1", "text": other}, {"passage_id": "p2", "text": REQ}]}
+    assert rescore(row, [REQ]) == m
+    swapped = {**row, "evidence": [{"passage_id": "p2", "text": REQ, "n": 2}, {"passage_id": "p1", "text": other, "n": 1}]}
+    assert rescore(swapped, [REQ]) == m
+    # numbered by position instead, [1] would point at the SGLT2 passage: the metformin claim is unsupported
+    positional = {**row, "evidence": [{"passage_id": "p2", "text": REQ}, {"passage_id": "p1", "text": other}]}
+    assert rescore(positional, [REQ])["unsupported"] == 1.0
+
+
 def test_uncached_seconds():
     fresh = {"calls": 2, "stages": {"generate": {"calls": 2, "cached_calls": 0}}}
     cached = {"calls": 1, "stages": {"generate": {"calls": 1, "cached_calls": 1}}}
@@ -178,3 +201,11 @@ def test_trust_modes_end_to_end(tmp_path, encoder):
     assert CliRunner().invoke(main, args).exit_code == 0
     assert json.loads(row_file.read_text())["metrics"]["conflict"] is False
     assert json.loads((out / "summary.json").read_text())["passage"]["conflict_rate"] == 0.0
+    # so is every other metric, from the stored answer and its numbered context
+    assert all("n" in e for e in row["evidence"])
+    row = json.loads(row_file.read_text())
+    kept = dict(row["metrics"])
+    row["metrics"]["unsupported"], row["metrics"]["omission"] = 0.123, 0.456
+    row_file.write_text(json.dumps(row))
+    assert CliRunner().invoke(main, args).exit_code == 0
+    assert json.loads(row_file.read_text())["metrics"] == kept

@@ -12,6 +12,8 @@ Per answer:
   says and counselling on a fact are not conflicts;
 * **unsupported-claim rate**: share of the answer's sentences (answer and rationale) that cite
   nothing, or cite only passages sharing under ``min_overlap`` of the sentence's content words;
+  a sentence that only remarks on what the evidence lacks ("the guideline does not mention X")
+  claims nothing and is not counted;
 * **invalid-citation rate**: share of citations to passages that were not in the context;
 * **evidence-grounded precision**: share of cited passages that hold required knowledge.
 
@@ -68,11 +70,19 @@ def content_words(text: str) -> set[str]:
 
 
 def claim_sentences(answer: str, rationale: str) -> list[tuple[str, list[int]]]:
-    """(sentence, cited numbers) for each sentence of the rationale and the answer."""
+    """(sentence, cited numbers) for each claim of the rationale and the answer: each sentence with
+    two content words or more, less those whose every clause remarks on what the evidence lacks.
+
+    Example::
+
+        >>> claim_sentences("Insufficient evidence: the passages do not mention C. difficile.",
+        ...                 "Offer NAAT for C. difficile [1]. Retest is not advised.")
+        [('Offer NAAT for C. difficile [1].', [1]), ('Retest is not advised.', [])]
+    """
     out = []
     for text in (rationale, answer):
-        for s in re.split(r"(?<=[.!?])\s+", text.strip()):
-            if len(content_words(s)) >= 2:
+        for _, _, s in split_sentences(text or ""):
+            if len(content_words(s)) >= 2 and not all(_ABOUT_SOURCE.search(c) for c in clauses(s)):
                 out.append((s, [int(n) for n in _CITE.findall(s)]))
     return out
 
@@ -216,6 +226,15 @@ def score_answer(res: dict, required: Sequence[str]) -> dict:
         "insufficient": bool(res.get("insufficient")),
         "n_citations": len(cited),
     }
+
+
+def rescore(row: dict, required: Sequence[str]) -> dict:
+    """:func:`score_answer` over a stored trust row, so a revised metric applies to kept rows. The
+    row's evidence is its context; a row written before the numbers were stored (2026-12-03) lists
+    it in context order, so its position gives the number."""
+    ev = [{"passage_id": e.get("passage_id"), "text": e.get("text", ""), "kept": True, "n": e.get("n") or i}
+          for i, e in enumerate(row.get("evidence") or [], 1)]
+    return score_answer({**row, "evidence": ev, "insufficient": row["metrics"].get("insufficient")}, required)
 
 
 def summarize(rows: Sequence[dict]) -> dict:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
-from medr2.eval.trust import MODES, answer_conflicts, holds, score_answer, summarize
+from medr2.eval.trust import MODES, answer_conflicts, holds, rescore, score_answer, summarize
 
 
 class TrustError(ValueError):
@@ -89,11 +89,15 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
             f = out_dir / mode / f"{q['id']}.json"
             if f.is_file():
                 row = json.loads(f.read_text(encoding="utf-8"))
-                # conflict reads only the stored answer: recomputed, so a revised test applies to
-                # rows kept from an earlier run (the other metrics need the context numbering)
-                conflict = answer_conflicts(row, [r["text"] for r in q["required"]])
-                changed = row["metrics"].get("conflict") != conflict
-                row["metrics"]["conflict"] = conflict
+                # the metrics are recomputed from the stored answer and context, so a revised
+                # metric applies to rows kept from an earlier run
+                required = [r["text"] for r in q["required"]]
+                if row.get("evidence") is None:  # a row from before the context was kept: the answer only
+                    metrics = {**row["metrics"], "conflict": answer_conflicts(row, required)}
+                else:
+                    metrics = rescore(row, required)
+                changed = row["metrics"] != metrics
+                row["metrics"] = metrics
                 if ragas is not None and "ragas" not in row and row.get("evidence") is not None:
                     row["ragas"] = _ragas(row["evidence"], row, q, ragas)
                     changed = True
@@ -139,7 +143,7 @@ def _answer_row(engine, q: dict, mode: str) -> dict:
            "seconds": round(time.perf_counter() - t, 3), "method": res.get("method"),
            "usage": res.get("usage") or {}}
     # the kept evidence (text included) stays with the row, so metrics can be added later
-    row["evidence"] = [{"passage_id": e.get("passage_id"), "text": e.get("text", "")}
+    row["evidence"] = [{"passage_id": e.get("passage_id"), "text": e.get("text", ""), "n": e.get("n")}
                        for e in res.get("evidence") or [] if e.get("kept")]
     return row
 
