@@ -152,6 +152,18 @@ def test_personalized_graph_cases_and_export(demo_index_dir, tmp_path):
                          "--llm", "none", "--json").stdout)
     assert res["subgraph"]["cases"] and res["subgraph"]["cases"][0]["case_id"] == "c1"
     assert "Solved cases" in res["subgraph"]["prompt"]
+    # a small evidence window: the statements and cases are held to half of it, the passages get the rest
+    from medr2.ingest.segment import count_tokens
+
+    small = tmp_path / "small.toml"
+    small.write_text("[appraise]\ncontext_tokens = 200\n")
+    tight = json.loads(cli("ask", "Does metformin cause lactic acidosis in kidney failure?", "--index", path, "--kg",
+                           "--llm", "none", "--config", small, "--json").stdout)
+    block = tight["subgraph"]["prompt"]
+    assert len(block) < len(res["subgraph"]["prompt"]) and int(count_tokens(block) * 1.3) + 24 <= 100
+    assert any("graph statements left out" in n for n in tight["notes"]) or not res["subgraph"]["triples"]
+    kept = [e for e in tight["evidence"] if e["kept"]]
+    assert kept and sum(int(count_tokens(e["text"]) * 1.3) + 24 for e in kept) <= 200
     out_file = tmp_path / "sft.json"
     cli("kg", "export-reasoning", "--index", path, "--out", out_file)
     recs = json.loads(out_file.read_text())

@@ -512,21 +512,33 @@ class Pipeline:
         dense_ids = {p["passage_id"] for p in g["passages"]}
         for r in rows:
             r.reason = "dense top-5" if r.passage_id in dense_ids else ""
-        with stage("pack"):
-            evidence = self._pack(rows, self._budget() - 400)  # room for the statements
-        numbers = {x.passage_id: x.n for x in evidence}
-        block, shown, withheld = tier_block(triples, numbers, set(cfg.kg.high_risk_relations), g["conflicts"])
         cases = self._cases(question)
-        if cases:
-            block += "\n\nSolved cases whose reasoning follows a similar path (guidance, not evidence; do not cite):\n" + \
-                "\n".join(f"- Q: {c['question'][:300]} A: {c['answer'][:100]}. Reasoning: {c['reasoning'][:500]}"
-                          for c in cases)
+        risky = set(cfg.kg.high_risk_relations)
+        # the statements and cases share the evidence window with the passages: measured, and held to
+        # half of it (lowest-ranked statements first, then cases), numbered as if every passage fit
+        budget, draft = self._budget(), {pid: i for i, pid in enumerate(order, 1)}
+        while True:
+            need = self._count(tier_block(triples, draft, risky, g["conflicts"])[0] + cases_block(cases))
+            if need <= budget // 2 or not (triples or cases):
+                break
+            if triples:
+                triples = triples[:len(triples) * 3 // 4]
+            else:
+                cases = cases[:-1]
+        with stage("pack"):
+            evidence = self._pack(rows, budget - need)
+        numbers = {x.passage_id: x.n for x in evidence}
+        block, shown, withheld = tier_block(triples, numbers, risky, g["conflicts"])
+        block += cases_block(cases)
+        if len(triples) < len(g["triples"]):
+            res.notes.append(f"{len(g['triples']) - len(triples)} of {len(g['triples'])} graph statements left out: "
+                             f"the statements may take half of the {budget}-token evidence window")
         with stage("generate"):
             try:
                 ans = self._answerer(options).answer(question, options, evidence, graph=block or None)
             except LLMError as err:
                 ans = failed_answer(err)
-        if not triples:
+        if not g["triples"]:
             ans.notes.insert(0, "no entity of the question links to the knowledge graph; answered from the dense "
                                 "passages only")
         keep = ("triple_id", "label", "head", "head_id", "head_type", "relation", "tail", "tail_id", "tail_type", "q",
@@ -691,3 +703,12 @@ class Pipeline:
         res.answer, res.rationale, res.citations = ans.answer, ans.rationale, ans.citations
         res.insufficient, res.method = ans.insufficient, ans.method
         res.notes.extend(ans.notes)
+
+
+def cases_block(cases: list[dict]) -> str:
+    """The prompt lines of the solved cases matched to a question (TCM-DiffRAG's personalized graph)."""
+    if not cases:
+        return ""
+    return "\n\nSolved cases whose reasoning follows a similar path (guidance, not evidence; do not cite):\n" + \
+        "\n".join(f"- Q: {c['question'][:300]} A: {c['answer'][:100]}. Reasoning: {c['reasoning'][:500]}"
+                  for c in cases)
