@@ -491,7 +491,7 @@ class Pipeline:
     def _kg(self, question: str, options: dict[str, str], res: AskResult) -> None:
         """Graph mode: linked entities, the quality-ranked subgraph, the passages its triples come
         from united with the dense top-5, and a tier-conditioned prompt."""
-        from medr2.apply.kg_prompt import tier_block
+        from medr2.apply.kg_prompt import cases_block, tier_block
 
         e, cfg = self.engine, self.engine.config
         self._formulate(question, res)
@@ -703,12 +703,3 @@ class Pipeline:
         res.answer, res.rationale, res.citations = ans.answer, ans.rationale, ans.citations
         res.insufficient, res.method = ans.insufficient, ans.method
         res.notes.extend(ans.notes)
-
-
-def cases_block(cases: list[dict]) -> str:
-    """The prompt lines of the solved cases matched to a question (TCM-DiffRAG's personalized graph)."""
-    if not cases:
-        return ""
-    return "\n\nSolved cases whose reasoning follows a similar path (guidance, not evidence; do not cite):\n" + \
-        "\n".join(f"- Q: {c['question'][:300]} A: {c['answer'][:100]}. Reasoning: {c['reasoning'][:500]}"
-                  for c in cases)

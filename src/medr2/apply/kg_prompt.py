@@ -67,3 +67,12 @@ def tier_block(triples: list[dict[str, Any]], numbers: dict[str, int], high_risk
         lines.append(f"{len(withheld)} exploratory statement(s) about contraindications, doses or interactions were "
                      "withheld as too weakly supported.")
     return "\n".join(lines), shown, withheld
+
+
+def cases_block(cases: list[dict]) -> str:
+    """The prompt lines of the solved cases matched to a question (TCM-DiffRAG's personalized graph)."""
+    if not cases:
+        return ""
+    return "\n\nSolved cases whose reasoning follows a similar path (guidance, not evidence; do not cite):\n" + \
+        "\n".join(f"- Q: {c['question'][:300]} A: {c['answer'][:100]}. Reasoning: {c['reasoning'][:500]}"
+                  for c in cases)
