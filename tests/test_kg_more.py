@@ -153,10 +153,10 @@ def test_personalized_graph_cases_and_export(demo_index_dir, tmp_path):
     assert res["subgraph"]["cases"] and res["subgraph"]["cases"][0]["case_id"] == "c1"
     assert "Solved cases" in res["subgraph"]["prompt"]
     # a small evidence window: the statements and cases are held to half of it, the passages get the rest
-    from medr2.ingest.segment import count_tokens
+    from medr2.util.text import count_tokens
 
     small = tmp_path / "small.toml"
-    small.write_text("[appraise]\ncontext_tokens = 200\n")
+    small.write_text("[apply]\ncontext_tokens = 200\n")
     tight = json.loads(cli("ask", "Does metformin cause lactic acidosis in kidney failure?", "--index", path, "--kg",
                            "--llm", "none", "--config", small, "--json").stdout)
     block = tight["subgraph"]["prompt"]

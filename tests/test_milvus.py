@@ -16,7 +16,7 @@ import pytest
 from conftest import small_config
 from helpers import make_mixed_folder
 
-from medr2.index.backend import BackendError, read_spec
+from medr2.store.layout import BackendError, read_spec
 from medr2.index.index import Index
 from medr2.index.milvus import PENDING, encode_terms, filter_expr
 from medr2.ingest.pipeline import ingest
@@ -194,7 +194,8 @@ def test_milvus_vectors_with_a_postgres_store(tmp_path, encoder, pg_uri, monkeyp
     """The full scale-out pair: vectors and terms in Milvus, documents and passages in PostgreSQL."""
     from psycopg.conninfo import conninfo_to_dict
 
-    from medr2.index.postgres import PGStore, drop_namespace
+    from medr2.index.store import PGStore
+    from medr2.store.postgres import drop_namespace
 
     password = conninfo_to_dict(pg_uri).get("password")
     if password:  # backend.json keeps no password: reopening reads PGPASSWORD
@@ -258,3 +259,23 @@ def test_a_milvus_server_uri_shared_by_processes(tmp_path, encoder):
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_ask_and_search_fuse_alike_on_milvus(mixed_index, mixed_milvus_index):
+    """One fusion path: a pipeline's retrieval and `search` give the same fused order on a Milvus
+    index (RRF fused by the server in both), and the same order as the embedded index."""
+    from medr2.pipelines import Engine, Pipeline
+
+    for index in (mixed_milvus_index[0], mixed_index[0]):
+        cfg = index.config.model_copy(deep=True)
+        cfg.fusion.method = "rrf"
+        cfg.formulate.terminologies = []
+        engine = Engine(index, cfg, generator=None, scorer=None)
+        k = cfg.appraise.coarse_k
+        for query in QUERIES[:4]:
+            searched = engine.searcher.search(query, k=k)
+            assert ("fusion_ms" in searched.timings_ms) == (index is mixed_milvus_index[0])
+            asked = Pipeline(engine, "vanilla_rag").run(query)
+            assert asked.rounds[0].coarse_ids == [h.passage_id for h in searched.hits]
+            pool = engine.retrieve(query, k)
+            assert [h.scores["fused"] for h in pool[:k]] == [h.scores["fused"] for h in searched.hits]

@@ -9,7 +9,7 @@ from medr2.appraise.conflicts import claims_conflict, ranges_overlap, resolve, s
 from medr2.appraise.doc_type import F_G_FLOOR, doc_type_fit, normalise, softmax
 from medr2.appraise.evidence_level import design_from_metadata, detect_design, f_h
 from medr2.appraise.fine import fine_score
-from medr2.appraise.llm_rerank import p_yes
+from medr2.search.llm_rerank import p_yes
 from medr2.appraise.usefulness import usefulness
 from medr2.apply.answer import EvidenceItem, answer_schema, check_citations, extractive_answer, finish, strip_bad_marks
 from medr2.apply.pack import pack
@@ -192,7 +192,8 @@ def test_usage_is_attributed_to_stages():
 
 
 def test_query_text_and_language_families():
-    from medr2.pipelines import language_family, query_text
+    from medr2.formulate.formulator import query_text
+    from medr2.formulate.language import language_family
 
     assert query_text("metformin", "Per [2] and [?], stop\x00 it\ufffd.", max_chars=30) == "metformin Per and , stop it ."[:30]
     assert len(query_text("x" * 5000, max_chars=4000)) == 4000

@@ -2,13 +2,13 @@ import pytest
 
 from medr2.config import SegmentConfig
 from medr2.ingest.segment import (
-    count_tokens,
     merge_short,
     pack_balanced,
     segment_document,
     sentence_spans,
 )
 from medr2.schema import Document, Section, SourceType
+from medr2.util.text import count_tokens
 
 
 def _guideline(text, title="Recommendations"):

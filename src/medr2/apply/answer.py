@@ -95,6 +95,23 @@ def answer_schema(n: int, options: dict[str, str], cot: bool, with_evidence: boo
 # model never answered in the form asked
 FAILED = ("error", "invalid_output")
 
+# generate: the cited answer (with a chain of thought when the method has one); loglik: the option
+# letter the generator scores highest (prefill only); loglik-cal: the same, calibrated against a
+# content-free prompt (medr2.apply.loglik).
+ANSWER_MODES = ("generate", "loglik", "loglik-cal")
+
+
+def failed_answer(err: Exception) -> Answer:
+    """The explicit answer when generation fails: ``error`` when the call could not be made
+    (server, model file), ``invalid_output`` when the model never answered in the form asked.
+
+    >>> from medr2.llm.base import LLMOutputError
+    >>> failed_answer(LLMOutputError("no JSON")).method
+    'invalid_output'
+    """
+    return Answer(f"Insufficient evidence: the generator failed ({err}).", insufficient=True,
+                  method="invalid_output" if isinstance(err, LLMOutputError) else "error", notes=[str(err)])
+
 
 class CitedAnswerer:
     def __init__(self, llm: Optional[LLM], cot: bool = True, few_shot: int = 2, max_tokens: int = 400,

@@ -21,7 +21,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 TIERS = [("core", "Core (well supported; rely on these):"),
          ("extended", "Extended (supplementary; use together with their passages):"),
@@ -76,3 +76,26 @@ def cases_block(cases: list[dict]) -> str:
     return "\n\nSolved cases whose reasoning follows a similar path (guidance, not evidence; do not cite):\n" + \
         "\n".join(f"- Q: {c['question'][:300]} A: {c['answer'][:100]}. Reasoning: {c['reasoning'][:500]}"
                   for c in cases)
+
+
+def fit_graph_block(triples: list[dict[str, Any]], cases: list[dict], numbers: dict[str, int], high_risk: set[str],
+                    conflicts: list[dict[str, Any]], room: int,
+                    count: Callable[[str], int]) -> tuple[list[dict[str, Any]], list[dict], int]:
+    """The statements and cases that fit ``room`` tokens (the graph block's share of the evidence
+    window): the lowest-ranked statements go first, a quarter at a time, then the last cases.
+    Returns (statements kept, cases kept, tokens the block takes).
+
+    >>> t = [{"triple_id": f"t{i}", "head": "a", "relation": "treats", "tail": "b", "q": 0.9, "tier": "core",
+    ...       "text_ids": [], "attrs": {}} for i in range(8)]
+    >>> kept, cases, need = fit_graph_block(t, [], {}, set(), [], room=60, count=lambda s: len(s.split()))
+    >>> len(kept), need                 # 8 statements take 111 words, 6 take 84, 4 take 58
+    (4, 58)
+    """
+    while True:
+        need = count(tier_block(triples, numbers, high_risk, conflicts)[0] + cases_block(cases))
+        if need <= room or not (triples or cases):
+            return triples, cases, need
+        if triples:
+            triples = triples[:len(triples) * 3 // 4]
+        else:
+            cases = cases[:-1]

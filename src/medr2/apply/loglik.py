@@ -40,8 +40,8 @@ from __future__ import annotations
 from typing import Optional
 
 from medr2.apply.answer import Answer, EvidenceItem
-from medr2.apply.prompts import fence
 from medr2.llm.base import LLM, LLMError
+from medr2.llm.prompting import fence
 
 
 def pick(scores: dict[str, float]) -> str:

@@ -1,10 +1,19 @@
 """Fine appraisal of the coarse set (Med-R2): evidence level, document-type fit, usefulness,
 F = f_h * f_g * (1 + alpha * f_u), conflict filtering; every factor kept on the row.
 
-Example::
+Example: the evidence level of each coarse hit (the rows vanilla RAG packs); the fine score
+adds document-type fit, usefulness and conflicts (``Appraiser.appraise``)::
 
-    >>> from medr2.appraise.appraiser import Appraiser                         # doctest: +SKIP
-    >>> rows, conflicts = appraiser.appraise(question, {}, "factual", hits, vectors, reference)  # doctest: +SKIP
+    >>> from medr2.appraise.appraiser import base_rows
+    >>> from medr2.appraise.evidence_level import EvidenceLeveler
+    >>> from medr2.config import AppraiseConfig
+    >>> from medr2.schema import Hit
+    >>> a = AppraiseConfig()
+    >>> hit = Hit(passage_id="p1", doc_id="pmid:1", title="Metformin after eGFR decline", source_type="paper",
+    ...           publication_types=["Randomized Controlled Trial"], text="Patients were randomized to ...")
+    >>> row = base_rows([hit], EvidenceLeveler(a.levels, a.unknown_level))[0]
+    >>> row.level, row.design, row.f_h
+    (4, 'randomized controlled trial', 6)
 """
 
 from __future__ import annotations

@@ -165,7 +165,7 @@ class LLMConflicts:
         self.max_pairs = max_pairs
 
     def pairs(self, passages: list[tuple[str, str]], docs: Optional[dict[str, str]] = None) -> list[tuple[str, str, str]]:
-        from medr2.apply.prompts import conflict_messages
+        from medr2.appraise.prompts import conflict_messages
 
         docs = docs or {}
         words = {pid: frozenset(w for w in _WORD.findall(t.lower()) if w not in STOP) for pid, t in passages}

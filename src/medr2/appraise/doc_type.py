@@ -77,6 +77,6 @@ class LLMDocTyper:
         self.llm = llm
 
     def distributions(self, passages: list[str], vectors=None) -> list[dict[str, float]]:
-        from medr2.apply.prompts import doc_type_messages
+        from medr2.appraise.prompts import doc_type_messages
 
         return [normalise(structured(self.llm, doc_type_messages(p), self.SCHEMA, max_tokens=300)) for p in passages]

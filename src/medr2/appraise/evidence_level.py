@@ -125,7 +125,7 @@ class EvidenceLeveler:
         if d is not None:
             return EvidenceLevel(self._level(d), d, "text")
         if self.llm is not None:
-            from medr2.apply.prompts import level_messages
+            from medr2.appraise.prompts import level_messages
 
             names = list(self.levels)
             schema = {"type": "object", "additionalProperties": False, "required": ["design"],

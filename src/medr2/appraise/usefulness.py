@@ -36,7 +36,7 @@ class UsefulnessScorer:
         return " ".join(words[:cap])
 
     def loss(self, question: str, options: dict[str, str], passage: Optional[str], reference: str) -> float:
-        from medr2.apply.prompts import usefulness_prompt
+        from medr2.appraise.prompts import usefulness_prompt
 
         return mean_nll(self.proxy.continuation_logprobs(usefulness_prompt(question, options, passage and self._clip(passage)),
                                                          " " + reference.strip()))

@@ -30,7 +30,7 @@ def demo_config():
 
     cfg = Config()
     cfg.appraise.coarse_k = 8
-    cfg.appraise.context_tokens = 1200  # paper: 4096
+    cfg.apply.context_tokens = 1200  # paper: 4096
     cfg.assess.max_rounds = 2  # paper: 5
     cfg.apply.few_shot = 1
     cfg.apply.max_answer_tokens = 350
@@ -39,12 +39,12 @@ def demo_config():
 
 
 def answer_questions(index_dir: Path, llm: str, qs: list[dict]) -> int:
-    from medr2.cli import print_answer
+    from medr2.render import print_answer
     from medr2.pipelines import Engine, Pipeline
 
     cfg = demo_config()
     click.echo(f"\nAnswering with the Med-R2 pipeline (generator: {llm}; demo budget: coarse k "
-               f"{cfg.appraise.coarse_k}, context {cfg.appraise.context_tokens} tokens, at most "
+               f"{cfg.appraise.coarse_k}, context {cfg.apply.context_tokens} tokens, at most "
                f"{cfg.assess.max_rounds} rounds; model calls are cached in {index_dir}/llm-cache.sqlite)")
     engine = Engine.open(index_dir, cfg, generator=llm)
     try:

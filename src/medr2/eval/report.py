@@ -26,6 +26,8 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
+from medr2.eval.plots import plot_bars, plot_heatmap
+
 ABLATIONS = ["vanilla_rag", "+reformulator", "+reranker", "+cot", "+reformulator+reranker", "+reformulator+cot",
              "+reranker+cot", "medr2"]
 METHOD_ORDER = ["direct", "direct_cot", "vanilla_rag", "llm_amt", *ABLATIONS[1:-1], "kg", "medr2"]
@@ -333,7 +335,7 @@ def collect(run_dirs: list[Path]) -> tuple[list[dict], dict[str, Any]]:
     dataset, commit). Each row carries its run's context window (``context_tokens``); when one
     (dataset, method, model) was run at several windows (in different run directories), its rows
     and question marks are named ``METHOD@WINDOW`` so that none overwrites another."""
-    from medr2.eval.runner import question_marks, read_records, score_run
+    from medr2.eval.runner import moved_keys_read, question_marks, read_records, score_run
 
     rows: list[dict] = []
     # per run: (dataset, method, model), its context window, right/wrong per question, answer counts
@@ -346,7 +348,7 @@ def collect(run_dirs: list[Path]) -> tuple[list[dict], dict[str, Any]]:
             m = json.loads(mf.read_text(encoding="utf-8"))
             parts = mf.relative_to(root).parts
             if len(parts) == 4:
-                ctx[parts[:3]] = ((m.get("config") or {}).get("appraise") or {}).get("context_tokens")
+                ctx[parts[:3]] = (moved_keys_read(m.get("config") or {}).get("apply") or {}).get("context_tokens")
                 if m.get("corpus"):
                     meta["corpus"][parts[0]] = m["corpus"]
             if m.get("commit"):
@@ -368,54 +370,6 @@ def collect(run_dirs: list[Path]) -> tuple[list[dict], dict[str, Any]]:
         key = (d, f"{m}@{c}" if (m, mo) in several else m, mo)
         meta["marks"][key], meta["answers"][key] = right, counts
     return rows, meta
-
-
-def plot_bars(rows: list[dict], model: str, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    mine = [r for r in rows if r["model"] == model]
-    datasets = sorted({r["dataset"] for r in mine})
-    methods = _order({r["method"] for r in mine})
-    width = 0.8 / max(len(methods), 1)
-    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(datasets) + 2), 4))
-    for i, m in enumerate(methods):
-        vals = [next((r["accuracy"] for r in mine if r["method"] == m and r["dataset"] == d), 0.0) for d in datasets]
-        errs = [next((r["std"] for r in mine if r["method"] == m and r["dataset"] == d), 0.0) for d in datasets]
-        ax.bar([x + i * width for x in range(len(datasets))], vals, width, yerr=errs, label=m, capsize=2)
-    ax.set_xticks([x + width * (len(methods) - 1) / 2 for x in range(len(datasets))], datasets)
-    ax.set_ylabel("accuracy (%)")
-    ax.set_title(f"Accuracy by method ({model})")
-    ax.legend(fontsize=8, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def plot_heatmap(grid: dict[tuple[str, Optional[int]], float], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    models = sorted({m for m, _ in grid})
-    ctxs = sorted({c for _, c in grid}, key=lambda c: (c is None, c))
-    data = [[grid.get((m, c), float("nan")) for c in ctxs] for m in models]
-    fig, ax = plt.subplots(figsize=(1.5 * len(ctxs) + 3, 0.8 * len(models) + 2))
-    im = ax.imshow(data, cmap="RdYlGn", aspect="auto")
-    ax.set_xticks(range(len(ctxs)), [str(c) for c in ctxs])
-    ax.set_yticks(range(len(models)), models)
-    ax.set_xlabel("context window (tokens)")
-    for i, row in enumerate(data):
-        for j, v in enumerate(row):
-            if v == v:
-                ax.text(j, i, f"{v:+.1f}", ha="center", va="center", fontsize=9)
-    fig.colorbar(im, label="medr2 - direct, same answer mode (accuracy points)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def write_report(run_dirs: list[Path], out: Path, trust_dirs: list[Path] = ()) -> Path:
@@ -442,7 +396,7 @@ def write_report(run_dirs: list[Path], out: Path, trust_dirs: list[Path] = ()) -
         if cost:
             parts += ["", "### Seconds per question (median)", "", cost]
         png = out / f"bars-{_slug(model)}.png"
-        plot_bars(rows, model, png)
+        plot_bars(rows, model, png, _order({r["method"] for r in rows if r["model"] == model}))
         parts += ["", f"![accuracy by method]({png.name})"]
     grid = improvement_grid(rows, marks=meta["marks"])
     if len({c for _, c in grid}) > 1 or len({m for m, _ in grid}) > 1:

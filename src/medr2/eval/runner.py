@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
+from medr2.config import MOVED_KEYS
 from medr2.eval.datasets import DatasetError, load_mirage, load_mmlu_csv, load_pubmedqa, load_xmedbench
 from medr2.locks import try_lock
 from medr2.schema import EvalQuestion
@@ -219,7 +220,7 @@ def run_identity(manifest: dict) -> dict:
     False
     """
     cfg = {}
-    for section, values in (manifest.get("config") or {}).items():
+    for section, values in moved_keys_read(manifest.get("config") or {}).items():
         drop = _RUNTIME_ONLY.get(section, set())
         if drop is None:
             continue
@@ -227,6 +228,20 @@ def run_identity(manifest: dict) -> dict:
     return {"dataset": manifest.get("dataset"), "subset_seed": manifest.get("subset_seed"),
             **{k: manifest.get(k) for k in ("method", "answer_mode", "models", "corpus", "own_source_excluded")},
             "config": cfg}
+
+
+def moved_keys_read(config: dict) -> dict:
+    """A stored config (an older run's manifest) with keys that have moved read at their new place.
+
+    >>> moved_keys_read({"appraise": {"context_tokens": 1024, "alpha": 1.0}})
+    {'appraise': {'alpha': 1.0}, 'apply': {'context_tokens': 1024}}
+    """
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}
+    for (old_t, key), (new_t, new_key) in MOVED_KEYS.items():
+        if isinstance(out.get(old_t), dict) and key in out[old_t]:
+            value = out[old_t].pop(key)
+            out.setdefault(new_t, {}).setdefault(new_key, value)
+    return out
 
 
 def _check_same_run(out_dir: Path, manifest: dict) -> None:

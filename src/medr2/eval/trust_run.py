@@ -58,7 +58,7 @@ def oracle_answer(engine, q: dict) -> dict:
         rid = store.rowid_of(p["passage_id"])
         meta = store.passages([rid])[rid]
         items.append(EvidenceItem(i, p["passage_id"], meta["title"] or "", meta["source_type"], 3, p["text"]))
-    ans = engine.answerer_cot.answer(q["question"], {}, items)
+    ans = engine.answerers[True].answer(q["question"], {}, items)
     return {"answer": ans.answer, "rationale": ans.rationale, "citations": ans.citations,
             "insufficient": ans.insufficient, "method": ans.method, "notes": ans.notes,
             "evidence": [{"passage_id": it.passage_id, "text": it.text, "kept": True, "n": it.n} for it in items]}

@@ -215,7 +215,7 @@ class LLMClassifier:
         self.retries = retries
 
     def classify(self, question: str) -> Classification:
-        from medr2.apply.prompts import classify_messages
+        from medr2.formulate.prompts import classify_messages
 
         out = structured(self.llm, classify_messages(question), self.SCHEMA, max_tokens=60, retries=self.retries)
         return Classification(out["ebm_category"], out["question_type"], self.name)

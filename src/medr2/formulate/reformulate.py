@@ -107,7 +107,7 @@ class LLMReformulator:
         self.retries = retries
 
     def reformulate(self, question: str, category: str, language: str = "") -> Reformulation:
-        from medr2.apply.prompts import reformulate_messages
+        from medr2.formulate.prompts import reformulate_messages
 
         out = structured(self.llm, reformulate_messages(question, category, CATEGORY_FOCUS.get(category, ""), language),
                          self.SCHEMA, max_tokens=200, retries=self.retries)

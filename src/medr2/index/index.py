@@ -1,6 +1,6 @@
 """The index: one directory, embedded, no server.
 
-Layout::
+Layout (:mod:`medr2.store.layout`)::
 
     DIR/store.sqlite      documents, passages (TextIDs), files, live segment list, config
     DIR/segments/NAME/    immutable dense + sparse segments (see medr2.index.segments)
@@ -15,9 +15,12 @@ above it an HNSW graph.
 
 Example::
 
-    >>> from medr2.index.index import Index                      # doctest: +SKIP
-    >>> idx = Index.open(".demo/index")                            # doctest: +SKIP
-    >>> idx.stats()["documents"]                                   # doctest: +SKIP
+    >>> import tempfile, pathlib
+    >>> from medr2.index.index import Index
+    >>> idx = Index.open(pathlib.Path(tempfile.mkdtemp()) / "index", create=True)
+    >>> idx.stats()["documents"], idx.stats()["segments"]
+    (0, [])
+    >>> idx.close()
 """
 
 from __future__ import annotations
@@ -29,20 +32,21 @@ import shutil
 import sqlite3
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 import numpy as np
 
 from medr2.config import Config
-from medr2.index.backend import BackendError, check_agrees, is_default, new_spec, open_store, read_spec, write_spec
+from medr2.index.backend import index_class, open_store
+from medr2.index.batch import Encoded, PendingDoc, batch_texts
 from medr2.index.dense import DenseEncoder, load_encoder
 from medr2.index.segments import Segment, merge, write_segment
 from medr2.index.sparse import Tokenizer, bm25_idf, score_segment
 from medr2.index.store import SQLiteStore
 from medr2.locks import try_lock
-from medr2.schema import Document, Passage
+from medr2.schema import Passage
+from medr2.store.layout import STORE_FILE, BackendError, check_agrees, is_default, new_spec, read_spec, write_spec
 
 # Settings an existing index is bound to: changing them needs a new index.
 _BOUND = {"dense": ("model", "passage_prefix"),
@@ -52,29 +56,6 @@ _BOUND = {"dense": ("model", "passage_prefix"),
 
 class IndexError_(BackendError):
     """An index that cannot be opened or written; the message says why and what to do."""
-
-
-@dataclass
-class PendingDoc:
-    doc: Document
-    passages: list[Passage]
-    content_hash: str
-    replaces: bool  # an older version of the same doc id is stored
-
-
-@dataclass
-class Encoded:
-    """What a batch of passages becomes before it is written: dense vectors, BM25 terms and
-    SPLADE vectors, in the order of ``batch_texts`` (computed here or by ingestion workers)."""
-    vectors: np.ndarray
-    tokens: list[list[str]]
-    splade: Optional[object] = None
-
-
-def batch_texts(docs: list[PendingDoc]) -> tuple[list[str], list[str]]:
-    """The texts the encoders read (title and heading path before each passage) and languages."""
-    pairs = [(p.embedding_text(d.doc.title), p.language) for d in docs for p in d.passages]
-    return [t for t, _ in pairs], [lang for _, lang in pairs]
 
 
 class Index:
@@ -97,9 +78,9 @@ class Index:
     def open(cls, path: str | Path, config: Optional[Config] = None, create: bool = False,
              writable: bool = False) -> "Index":
         """Open (or with ``create`` make) the index in ``path``; ``DIR/backend.json`` says which
-        engines it runs on (see medr2.index.backend), the embedded ones when absent."""
+        engines it runs on (see medr2.store.layout), the embedded ones when absent."""
         path = Path(path)
-        db = path / "store.sqlite"
+        db = path / STORE_FILE
         spec = read_spec(path) if path.is_dir() else {}
         store_uri = None
         if not db.exists() and not spec:
@@ -131,11 +112,7 @@ class Index:
             else:
                 saved = saved_config(stored)
                 config = _bind(saved, config or Config(), path)
-            klass = cls
-            if spec.get("vectors") == "milvus":
-                from medr2.index.milvus import MilvusIndex
-
-                klass = MilvusIndex
+            klass = index_class(spec) or cls
             return klass(path, config, store, writable or create, lock_fh, spec)
         except BaseException as e:
             if store is not None:

@@ -9,7 +9,10 @@ Only live rows travel; rows of removed documents still in a segment are left beh
 
 Example::
 
-    >>> from medr2.index.migrate import migrate_to_milvus            # doctest: +SKIP
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from medr2.index.migrate import migrate_to_milvus, segment_terms
+    >>> segment_terms(sp.csr_matrix(np.array([[2.0, 0.0], [0.0, 1.0]])), ["metformin", "diabet"], np.arange(2))
+    [['metformin', 'metformin'], ['diabet']]
     >>> migrate_to_milvus(Path("idx"), "milvus-lite:/data/idx.db", Path("idx-milvus"))  # doctest: +SKIP
     170
 """
@@ -23,8 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from medr2.config import IndexConfig
-from medr2.index.backend import BackendError, is_default, milvus_uri, new_spec, read_spec, write_spec
 from medr2.index.milvus import encode_terms
+from medr2.store.layout import BackendError, is_default, new_spec, read_spec, write_spec
+from medr2.store.uri import milvus_uri
 
 
 def segment_terms(tf, vocab: list[str], positions: np.ndarray) -> list[list[str]]:

@@ -35,8 +35,8 @@ from typing import Any, Iterable, Optional
 
 import numpy as np
 
-from medr2.index.backend import BackendError, client_uri, lite_path
 from medr2.index.index import Index, IndexError_
+from medr2.store.layout import BackendError, client_uri, lite_path
 
 _PLAIN = re.compile(r"^[a-z0-9]+$")
 _MAX_TERMS_BYTES = 60_000  # VARCHAR limit is 65,535 bytes

@@ -23,7 +23,7 @@ from functools import lru_cache
 import numpy as np
 
 from medr2.config import SparseConfig
-from medr2.ingest.loaders.base import detect_language
+from medr2.util.text import detect_language
 
 _TOKEN = re.compile(r"(?u)\b\w+\b")
 _ZH_WORD = re.compile(r"\w", re.UNICODE)

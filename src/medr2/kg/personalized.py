@@ -31,8 +31,8 @@ from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
-from medr2.apply.prompts import decompose_messages, reasoning_messages
 from medr2.kg.extract.rules import RuleExtractor
+from medr2.kg.prompts import decompose_messages, reasoning_messages
 from medr2.kg.relations import RELATIONS
 from medr2.kg.store import KGStore
 from medr2.llm.base import LLM, LLMError, stage, structured

@@ -1,5 +1,7 @@
-"""Knowledge-graph storage: SQLite in the index directory (``kg.sqlite``), or a PostgreSQL
-namespace (:class:`medr2.index.postgres.PGKGStore`) with the same methods (:class:`GraphSQL`).
+"""Knowledge-graph storage: :class:`GraphSQL` holds the tables and methods, :class:`KGStore` runs
+them on SQLite in the index directory (``kg.sqlite``), :class:`PGKGStore` in a PostgreSQL
+namespace (the index's namespace + ``_kg``); the engines are :mod:`medr2.store.sqlite` and
+:mod:`medr2.store.postgres`. The graph workflows take a :class:`GraphSQL`.
 
 Every triple keeps its quality (SchemaConf and its four parts, EvidScore and its three parts,
 Q(t), tier) as persistent attributes, and its provenance as source rows
@@ -22,10 +24,11 @@ import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional, Protocol
+from typing import Any, Iterable, Iterator, Optional
 
-from medr2.index.sqlbase import SQLBase, ascii_lower, ident, insert_ignore, marks, upsert
-from medr2.index.sqlite import SQLiteFile
+from medr2.store.postgres import PGFile
+from medr2.store.sqlbase import SQLBase, ascii_lower, ident, insert_ignore, marks, upsert
+from medr2.store.sqlite import SQLiteFile
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -74,27 +77,6 @@ TRIPLE_COLUMNS = ["triple_id", "head_id", "relation", "tail_id", "entity_score",
                   "n_passages", "extractors", "updated"]
 
 
-class GraphStore(Protocol):
-    """What the graph workflows need from a store; a server database can implement the same."""
-
-    def transaction(self) -> Any: ...
-    def get_meta(self, key: str, default: Optional[str] = None) -> Optional[str]: ...
-    def set_meta(self, key: str, value: str) -> None: ...
-    def docs(self) -> dict[str, tuple[str, list[str]]]: ...
-    def mark_doc(self, doc_id: str, content_hash: str, extractors: list[str]) -> None: ...
-    def remove_doc(self, doc_id: str, extractors: Optional[Iterable[str]] = None) -> set[str]: ...
-    def put_entity(self, entity_id: str, name: str, etype: Optional[str]) -> None: ...
-    def add_source(self, tid: str, head_id: str, relation: str, tail_id: str, src: dict[str, Any]) -> bool: ...
-    def triple(self, tid: str) -> Optional[dict[str, Any]]: ...
-    def triples_of_entities(self, entity_ids: Iterable[str]) -> list[dict[str, Any]]: ...
-    def sources(self, tid: str) -> list[dict[str, Any]]: ...
-    def set_quality(self, tid: str, values: dict[str, Any]) -> None: ...
-    def log_review(self, tid: str, action: str, reviewer: str, note: str, before: Any, after: Any) -> int: ...
-    def reject(self, tid: str) -> None: ...
-    def put_macro(self, doc_id: str, nodes: list[dict[str, Any]]) -> None: ...
-    def counts(self) -> dict[str, Any]: ...
-
-
 def triple_id(head_id: str, relation: str, tail_id: str) -> str:
     h = hashlib.sha256("\x1f".join((head_id, relation, tail_id)).encode("utf-8")).hexdigest()
     return "t" + h[:16]
@@ -122,7 +104,7 @@ _PUT_CASE_SUPPORT = upsert("case_support", ["case_id", "text_id", "score"], ["ca
 
 
 class GraphSQL(SQLBase):
-    """The graph store's methods, in SQL both engines run (:class:`KGStore`, ``PGKGStore``)."""
+    """The graph store's methods, in SQL both engines run (:class:`KGStore`, :class:`PGKGStore`)."""
 
     SCHEMA = _SCHEMA
     SCHEMA_VERSION = 1
@@ -450,3 +432,10 @@ class GraphSQL(SQLBase):
 class KGStore(GraphSQL, SQLiteFile):
     def __init__(self, path: Path):
         super().__init__(path, self.SCHEMA, synchronous="NORMAL")
+
+
+class PGKGStore(GraphSQL, PGFile):
+    """The graph store in a PostgreSQL namespace."""
+
+    def __init__(self, uri: str, namespace: str):
+        super().__init__(uri, namespace, self.SCHEMA)

@@ -11,10 +11,11 @@ Example::
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from medr2.config import LLMConfig
+from medr2.config import Config, LLMConfig
 from medr2.llm.base import LLM, LLMError
 from medr2.llm.cache import LLMCache
 
@@ -62,3 +63,34 @@ def open_cache(cfg: LLMConfig, index_path: Optional[str | Path]) -> Optional[LLM
     if index_path is not None:
         return LLMCache(Path(index_path) / "llm-cache.sqlite")
     return None
+
+
+@dataclass
+class Models:
+    """The generator, the usefulness scorer and their call cache, loaded once and shared by every
+    engine over an index (the CLI's, the service's after each write)."""
+
+    generator: Optional[LLM]
+    scorer: Optional[LLM]
+    cache: Optional[LLMCache]
+
+
+def load_models(cfg: Config, index_path: Optional[str | Path], generator: Optional[str] = None,
+                scorer: Optional[str] = None) -> Models:
+    """The models an index's config names; ``generator`` / ``scorer`` override it, and
+    MEDR2_LLM_URL overrides the configured generator. The scorer is loaded only when usefulness
+    scoring is on and there is a generator (it needs the generator's draft as its reference).
+
+    >>> from medr2.config import Config
+    >>> cfg = Config()
+    >>> cfg.llm.generator = "none"
+    >>> m = load_models(cfg, None)
+    >>> (m.generator, m.scorer, m.cache)
+    (None, None, None)
+    """
+    cache = open_cache(cfg.llm, index_path)
+    gen_spec = generator if generator is not None else (os.environ.get("MEDR2_LLM_URL") or cfg.llm.generator)
+    gen = load_llm(gen_spec, cfg.llm, cache)
+    sc = (load_llm(scorer if scorer is not None else cfg.llm.scorer, cfg.llm, cache)
+          if cfg.appraise.usefulness and gen is not None else None)
+    return Models(gen, sc, cache)

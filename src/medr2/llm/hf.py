@@ -4,7 +4,17 @@
 No grammar-constrained decoding here: the schema is stated in the prompt and the answer is
 validated (with bounded repair) by :func:`medr2.llm.base.structured`.
 
-Example::
+Example: a hub id is refused, not downloaded (medr2 runs offline)::
+
+    >>> from medr2.llm.base import LLMError
+    >>> from medr2.llm.hf import TransformersLLM
+    >>> try:
+    ...     TransformersLLM("Qwen/Qwen2.5-1.5B-Instruct")
+    ... except LLMError as e:
+    ...     print(e)
+    transformers model Qwen/Qwen2.5-1.5B-Instruct is not a local directory (hub downloads are not used)
+
+With a local model directory::
 
     >>> from medr2.llm.hf import TransformersLLM                              # doctest: +SKIP
     >>> lm = TransformersLLM("/models/Qwen2.5-1.5B-Instruct")                   # doctest: +SKIP

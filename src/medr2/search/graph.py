@@ -80,6 +80,26 @@ def find_conflicts(triples: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def passage_conflicts(kg: KGStore, passage_ids: list[str]) -> list[dict[str, Any]]:
+    """Triple-level conflicts among the triples read from these passages and the graph's other
+    triples on the same head and tail; each names the passages its triples come from."""
+    if not passage_ids:
+        return []
+    tids = {t for ts in kg.triples_of_texts(passage_ids).values() for t in ts}
+    mine = kg.triples_by_ids(tids)
+    pairs = {(t["head_id"], t["tail_id"]) for t in mine}
+    more = [t for t in kg.triples_of_entities({h for h, _ in pairs}) if (t["head_id"], t["tail_id"]) in pairs]
+    allt = list({t["triple_id"]: t for t in mine + more}.values())
+    ents = kg.entities({t["head_id"] for t in allt} | {t["tail_id"] for t in allt})
+    for t in allt:
+        t["head"] = ents.get(t["head_id"], {}).get("name", t["head_id"])
+        t["tail"] = ents.get(t["tail_id"], {}).get("name", t["tail_id"])
+    out = find_conflicts(allt)
+    for c in out:
+        c["text_ids"] = {tid: kg.text_ids(tid) for tid in c["triples"]}
+    return out
+
+
 class GraphSearcher:
     def __init__(self, kg: KGStore, library: EntityLibrary, config: Config, index=None):
         self.kg = kg

@@ -1,6 +1,14 @@
 """Hybrid retrieval as in Med-R2: dense and sparse candidates united, fused, coarse-reranked.
 
-Example::
+Example: a query is checked and its whitespace collapsed before it is searched::
+
+    >>> from medr2.search.hybrid import Filters, validate_query
+    >>> validate_query("  metformin   eGFR 30 ", max_chars=100)
+    'metformin eGFR 30'
+    >>> Filters(source_types=["guideline"], year_min=2015).active
+    True
+
+Searching an index::
 
     >>> from medr2.index.index import Index                       # doctest: +SKIP
     >>> from medr2.search.hybrid import HybridSearcher             # doctest: +SKIP
@@ -16,12 +24,14 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Optional
 
-from medr2.appraise.coarse import Reranker, load_reranker
+import numpy as np
+
 from medr2.config import Config
-from medr2.index.index import Index
-from medr2.ingest.loaders.base import detect_language
+from medr2.index.index import Index, IndexError_
 from medr2.schema import Hit, SearchResult, SourceType
 from medr2.search.fusion import fuse, union_candidates
+from medr2.search.rerank import Reranker, load_reranker
+from medr2.util.text import detect_language
 
 
 class QueryError(ValueError):
@@ -113,8 +123,27 @@ class HybridSearcher:
             raise QueryError("k must be at least 1")
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
+        hits = self.pool(query, k, filters, fusion, timings=timings)
+        t = time.perf_counter()
+        hits = self.reranker.rerank(query, hits, k)
+        timings["rerank_ms"] = (time.perf_counter() - t) * 1000
+        timings["total_ms"] = (time.perf_counter() - t0) * 1000
+        return SearchResult(query=query, hits=hits[:k], timings_ms=timings)
+
+    def pool(self, query: str, k: int, filters: Optional[Filters] = None, fusion: Optional[str] = None,
+             exclude_docs: frozenset[str] = frozenset(), timings: Optional[dict[str, float]] = None) -> list[Hit]:
+        """The fused candidates the coarse reranker reads: the top max(k, rerank.top_n) of the
+        union, in fused order. The one fusion path of ``search`` and every pipeline: on an index
+        that fuses server-side (Milvus hybrid search) RRF runs there. ``exclude_docs``: documents
+        never returned (an evaluation question's own source), removed before fusion."""
+        timings = timings if timings is not None else {}
         ctx: dict = {}
         cands = self.candidates(query, filters, timings, ctx)
+        n_cands = len(cands)
+        if exclude_docs and cands:
+            rows = self.index.store.passages(list(cands))
+            for i in [i for i, r in rows.items() if r["doc_id"] in exclude_docs]:
+                del cands[i]
         method = fusion or self.config.fusion.method
         cfg = self.config.fusion
         if method == "rrf" and hasattr(self.index, "fuse_rrf") and self.index.splade is None and "qvec" in ctx \
@@ -122,7 +151,7 @@ class HybridSearcher:
             # the server fuses (Milvus hybrid search); the candidates keep each retriever's score
             t = time.perf_counter()
             ranked = [(i, v) for i, v in self.index.fuse_rrf(ctx["qvec"], ctx["terms"], query, cfg.dense_k,
-                                                              cfg.sparse_k, len(cands), cfg.rrf_k, ctx["allowed"])
+                                                              cfg.sparse_k, n_cands, cfg.rrf_k, ctx["allowed"])
                       if i in cands]
             for i, v in ranked:
                 cands[i]["fused"] = v
@@ -130,12 +159,17 @@ class HybridSearcher:
         else:
             ranked = fuse(cands, method, cfg.rrf_k, cfg.dense_weight)
         pool = ranked[: max(k, self.config.rerank.top_n)]
-        hits = self.hits([i for i, _ in pool], cands)
-        t = time.perf_counter()
-        hits = self.reranker.rerank(query, hits, k)
-        timings["rerank_ms"] = (time.perf_counter() - t) * 1000
-        timings["total_ms"] = (time.perf_counter() - t0) * 1000
-        return SearchResult(query=query, hits=hits[:k], timings_ms=timings)
+        return self.hits([i for i, _ in pool], cands)
+
+    def vectors(self, hits: list[Hit]) -> np.ndarray:
+        """Stored vectors of the hits (heading path + text, as indexed); encoded afresh only if absent."""
+        rowids = [self.index.store.rowid_of(h.passage_id) for h in hits]
+        if all(r is not None for r in rowids):
+            try:
+                return self.index.vectors_for(rowids)
+            except IndexError_:
+                pass
+        return np.asarray(self.index.encoder.encode_passages([h.text for h in hits]), dtype=np.float32)
 
     def hits(self, rowids: list[int], cands: dict[int, dict[str, Optional[float]]]) -> list[Hit]:
         rows = self.index.store.passages(rowids)

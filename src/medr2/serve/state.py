@@ -1,5 +1,7 @@
 """What the service keeps between requests: the engine (swapped after writes), the bounded pool
-for generator calls, background jobs, and the Prometheus counters.
+for generator calls, background jobs, and the Prometheus counters, gathered in one
+:class:`ServeState` per application (``app.state.serve``; routes reach it through
+:func:`medr2.serve.deps.get_state`).
 
 Example::
 
@@ -16,14 +18,23 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+
+if TYPE_CHECKING:
+    from medr2.config import Config, ServeConfig
+    from medr2.index.index import Index
+    from medr2.llm.factory import Models
 
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
 
 class Metrics:
+    """Request counts and latency by route, model calls and refusals, in the Prometheus text format."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.requests: dict[tuple[str, str, int], int] = defaultdict(int)
@@ -163,3 +174,64 @@ class Jobs:
 
     def get(self, job_id: str) -> Optional[Job]:
         return self._jobs.get(job_id)
+
+
+@dataclass
+class ServeState:
+    """Everything one application shares between requests.
+
+    ``config`` is the index's effective configuration (what the routes read, ``serve`` above
+    all); ``open_config`` is the one the caller passed to ``create_app`` (None: the index's
+    stored one), which every later ``Index.open`` is given, as the engine's is. ``slots`` bounds
+    the answers in flight to ``serve.llm_workers``; ``pool`` runs them; ``token`` is the bearer
+    token for writes and reviews ("" when writes are off).
+
+    >>> from medr2.config import Config
+    >>> st = ServeState.build(Path("idx"), Config(), None, models=None, holder=None, token="")
+    >>> st.sv.llm_workers == st.config.serve.llm_workers, st.writes_enabled
+    (True, False)
+    >>> st.close()
+    """
+
+    index_dir: Path
+    config: "Config"
+    open_config: Optional["Config"]
+    models: Optional["Models"]
+    holder: Optional[EngineHolder]
+    jobs: Jobs
+    metrics: Metrics
+    pool: ThreadPoolExecutor
+    slots: threading.BoundedSemaphore
+    token: str
+
+    @classmethod
+    def build(cls, index_dir: Path, config: "Config", open_config: Optional["Config"], models: Optional["Models"],
+              holder: Optional[EngineHolder], token: str) -> "ServeState":
+        """Fresh jobs, counters, worker pool and slots sized by ``config.serve.llm_workers``."""
+        n = config.serve.llm_workers
+        return cls(index_dir, config, open_config, models, holder, Jobs(), Metrics(),
+                   ThreadPoolExecutor(max_workers=n, thread_name_prefix="medr2-llm"), threading.BoundedSemaphore(n),
+                   token)
+
+    @property
+    def sv(self) -> "ServeConfig":
+        """The ``[serve]`` section: limits, workers, timeouts, auth."""
+        return self.config.serve
+
+    @property
+    def writes_enabled(self) -> bool:
+        return bool(self.token)
+
+    def open_index(self, writable: bool = False) -> "Index":
+        """The index opened as the engine opens it (a writer for ingestion and removal)."""
+        from medr2.index.index import Index
+
+        return Index.open(self.index_dir, self.open_config, writable=writable)
+
+    def close(self) -> None:
+        """At shutdown: drop queued answers, close the engines, then the shared call cache."""
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        if self.holder is not None:
+            self.holder.close()
+        if self.models is not None and self.models.cache is not None:
+            self.models.cache.close()

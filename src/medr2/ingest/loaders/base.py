@@ -111,11 +111,3 @@ def slug(text: str, limit: int = 40) -> str:
 def file_doc_id(prefix: str, path: Path, text: str) -> str:
     """Id of a document read from a generic file: name slug plus a hash of its content."""
     return f"{prefix}:{slug(path.stem)}-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:10]}"
-
-
-def detect_language(text: str) -> str:
-    """'zh' when CJK ideographs dominate the letters of the text, else 'en'."""
-    sample = text[:4000]
-    cjk = sum(1 for ch in sample if "\u4e00" <= ch <= "\u9fff")
-    latin = sum(1 for ch in sample if ch.isascii() and ch.isalpha())
-    return "zh" if cjk > 0 and cjk >= latin / 4 else "en"

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from medr2.config import Config
-from medr2.ingest.loaders.base import LoadError, LoadItem, detect_language, register
+from medr2.ingest.loaders.base import LoadError, LoadItem, register
 from medr2.ingest.loaders.records import iter_csv, iter_jsonl, load_json_value, map_records
 from medr2.schema import Document, DocumentMeta, Section, SourceType
+from medr2.util.text import detect_language
 
 _YEAR = re.compile(r"\b(19[5-9]\d|20[0-4]\d)\b")
 

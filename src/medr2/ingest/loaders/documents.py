@@ -25,7 +25,6 @@ from medr2.config import Config
 from medr2.ingest.loaders.base import (
     LoadError,
     LoadItem,
-    detect_language,
     file_doc_id,
     read_text_file,
     register,
@@ -33,6 +32,7 @@ from medr2.ingest.loaders.base import (
 from medr2.ingest.outline import outline_blocks
 from medr2.ingest.tree import Block, build_tree
 from medr2.schema import Document, DocumentMeta, SourceType
+from medr2.util.text import detect_language
 
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*\n", re.S)
 _META_KEYS = {"year", "publication_types", "mesh_terms", "language", "url"}

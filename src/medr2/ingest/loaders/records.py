@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 from medr2.config import Config
-from medr2.ingest.loaders.base import LoadError, LoadItem, Problem, detect_language, register
+from medr2.ingest.loaders.base import LoadError, LoadItem, Problem, register
 from medr2.schema import Document, DocumentMeta, Section, SourceType
+from medr2.util.text import detect_language
 
 DEFAULT_FIELDS = {
     "id": ("id", "doc_id", "_id", "docid", "pmid", "PMID"),

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from medr2.apply.prompts import extract_messages
 from medr2.kg.extract.base import Candidate
+from medr2.kg.prompts import extract_messages
 from medr2.kg.relations import ENTITY_TYPES, RELATIONS
 from medr2.llm.base import LLM, LLMError, stage, structured
 from medr2.schema import Document, Passage

@@ -1,5 +1,6 @@
 """What the two store engines (SQLite, PostgreSQL) share: portable SQL text and the schema
-version with its migrations.
+version with its migrations. The index store (:mod:`medr2.index.store`) and the graph store
+(:mod:`medr2.kg.store`) write their SQL with these helpers and build on :class:`SQLBase`.
 
 The stores' SQL is written once and runs on both engines: ``?`` placeholders (the PostgreSQL
 engine translates them), ``INSERT ... ON CONFLICT`` instead of ``INSERT OR REPLACE`` /
@@ -15,7 +16,7 @@ in one transaction, when a store is opened.
 
 Example::
 
-    >>> from medr2.index.sqlbase import upsert, insert_ignore, marks
+    >>> from medr2.store.sqlbase import upsert, insert_ignore, marks
     >>> upsert("meta", ["key", "value"], ["key"])
     'INSERT INTO meta ("key", "value") VALUES (?, ?) ON CONFLICT ("key") DO UPDATE SET "value" = excluded."value"'
     >>> insert_ignore("file_docs", ["path", "doc_id"])
@@ -27,7 +28,6 @@ Example::
 from __future__ import annotations
 
 from contextlib import contextmanager
-
 from typing import Any, ClassVar, Iterable, Iterator, Optional, Sequence
 
 VERSION_KEY = "schema_version"

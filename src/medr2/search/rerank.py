@@ -1,8 +1,8 @@
-"""Coarse reranking stage: one interface, a cross-encoder or the plain fused order.
+"""Coarse reranking, the last step of retrieval: one interface, a cross-encoder or the plain fused order.
 
 Example::
 
-    >>> from medr2.appraise.coarse import FusedOrder
+    >>> from medr2.search.rerank import FusedOrder
     >>> from medr2.schema import Hit
     >>> hits = [Hit(passage_id="a", doc_id="d", score=0.2), Hit(passage_id="b", doc_id="d", score=0.9)]
     >>> [h.passage_id for h in FusedOrder().rerank("q", hits, top_n=1)]

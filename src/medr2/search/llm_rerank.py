@@ -4,7 +4,7 @@ PyPI, so this is the offline option).
 
 Example::
 
-    >>> from medr2.appraise.llm_rerank import p_yes
+    >>> from medr2.search.llm_rerank import p_yes
     >>> round(p_yes(-0.1, -2.4), 3)
     0.909
 """
@@ -15,6 +15,7 @@ import math
 
 from medr2.llm.base import LLM
 from medr2.schema import Hit
+from medr2.search.prompts import relevance_prompt
 
 
 def p_yes(logp_yes: float, logp_no: float) -> float:
@@ -30,8 +31,6 @@ class LLMPointwiseReranker:
         self.name = f"llm-pointwise:{getattr(llm, 'name', 'llm')}"
 
     def rerank(self, query: str, hits: list[Hit], top_n: int) -> list[Hit]:
-        from medr2.apply.prompts import relevance_prompt
-
         for h in hits:
             prompt = relevance_prompt(query, " ".join(h.text.split()[: self.max_passage_words]))
             yes = sum(self.llm.continuation_logprobs(prompt, " yes"))

@@ -1,10 +1,11 @@
-"""PostgreSQL engine for the two metadata stores: :class:`PGStore` (documents, passages, files,
-segments; the methods of :class:`medr2.index.store.StoreSQL`) and :class:`PGKGStore` (the
-knowledge graph; the methods of :class:`medr2.kg.store.GraphSQL`). The SQL is the same text
-the SQLite engine runs (:mod:`medr2.index.sqlbase`); :class:`PGFile` translates ``?``
-placeholders to ``%s`` and the schema's SQLite types (INTEGER -> BIGINT, REAL -> DOUBLE
-PRECISION, TEXT -> TEXT COLLATE "C" so that sorting and ``LOWER`` match SQLite's byte order
-and ASCII folding, ``INTEGER PRIMARY KEY AUTOINCREMENT`` -> an identity column).
+"""The PostgreSQL engine of the metadata stores: :class:`PGFile`, a store in one PostgreSQL
+namespace with the surface of :class:`medr2.store.sqlite.SQLiteFile`. The index store
+(:class:`medr2.index.store.PGStore`) and the graph store (:class:`medr2.kg.store.PGKGStore`) add
+their methods to it. The SQL is the same text the SQLite engine runs
+(:mod:`medr2.store.sqlbase`); :class:`PGFile` translates ``?`` placeholders to ``%s`` and the
+schema's SQLite types (INTEGER -> BIGINT, REAL -> DOUBLE PRECISION, TEXT -> TEXT COLLATE "C" so
+that sorting and ``LOWER`` match SQLite's byte order and ASCII folding, ``INTEGER PRIMARY KEY
+AUTOINCREMENT`` -> an identity column).
 
 * Each store lives in its own PostgreSQL schema (the *namespace*, set as ``search_path``), so an
   index store, its graph store (``NAMESPACE_kg``) and several indexes share one database.
@@ -18,22 +19,24 @@ and ASCII folding, ``INTEGER PRIMARY KEY AUTOINCREMENT`` -> an identity column).
   transaction" and sees only committed data.
 * Connection: a libpq URI (``postgresql://user@host:5432/db``; the password in the URI or
   ``PGPASSWORD``). When the server cannot be reached, :class:`PGConnectionError` (an
-  ``OSError``) names the URI without its password and what to check.
+  ``OSError``) names the URI without its password (:func:`medr2.store.uri.redact_uri`) and what
+  to check. psycopg is imported on the first connection, not with this module.
 
-An index directory chooses the engine in ``DIR/backend.json`` (:func:`read_backend_spec`):
-``{"store": "postgres", "postgres_uri": "postgresql://...", "namespace": "myindex"}``; the
-index store is ``PGStore(postgres_uri, namespace)``, its graph ``PGKGStore(postgres_uri,
-namespace + "_kg")``.
+Which engine an index directory uses is written in ``DIR/backend.json``
+(:mod:`medr2.store.layout`).
 
-Example (needs a server; ``drop_namespace`` removes everything the store created)::
+Example (the SQL translation runs anywhere; a store needs a server, and ``drop_namespace``
+removes everything it created)::
 
-    >>> from medr2.index.postgres import PGStore, drop_namespace, redact_uri
-    >>> redact_uri("postgresql://medr2:secret@db.example:5432/medr2")
-    'postgresql://medr2:***@db.example:5432/medr2'
-    >>> s = PGStore("postgresql://medr2@localhost/medr2", "demo_index")  # doctest: +SKIP
-    >>> s.counts()["documents"]  # doctest: +SKIP
-    0
-    >>> s.close(); drop_namespace("postgresql://medr2@localhost/medr2", "demo_index")  # doctest: +SKIP
+    >>> from medr2.store.postgres import PGFile, check_namespace, drop_namespace, pg_query
+    >>> pg_query("SELECT value FROM meta WHERE key=?")
+    'SELECT value FROM meta WHERE key=%s'
+    >>> check_namespace("medr2_pubmed_1a2b3c4d")
+    'medr2_pubmed_1a2b3c4d'
+    >>> f = PGFile("postgresql://medr2@localhost/medr2", "demo")  # doctest: +SKIP
+    >>> f.schema_version()  # doctest: +SKIP
+    1
+    >>> f.close(); drop_namespace("postgresql://medr2@localhost/medr2", "demo")  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -43,14 +46,11 @@ import re
 import threading
 from contextlib import contextmanager
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
-from medr2.index.sqlbase import SQLBase
-from medr2.index.store import StoreSQL
-from medr2.kg.store import GraphSQL
+from medr2.store.sqlbase import SQLBase
+from medr2.store.uri import redact_uri
 
-KG_SUFFIX = "_kg"
 _NAMESPACE = re.compile(r"^[a-z_][a-z0-9_]*$")
 _CONNECT_TIMEOUT_S = 10
 
@@ -59,46 +59,9 @@ class PGConnectionError(ConnectionError):
     """The PostgreSQL server named by a URI could not be reached or refused the login."""
 
 
-# -- index directory: which engine ----------------------------------------------------------------
-def read_backend_spec(index_dir: str | Path) -> dict[str, Any]:
-    """The engines an index directory runs on (``DIR/backend.json``, written when the index was
-    created: :mod:`medr2.index.backend`); ``{}`` when the file is absent (the embedded default).
-
-    Checked here: ``store`` is "sqlite" or "postgres", and "postgres" comes with ``postgres_uri``
-    and a usable ``namespace``; other keys (the vector engine's) pass through. A problem raises
-    :class:`medr2.index.backend.BackendError` naming the file."""
-    from medr2.index.backend import SPEC_FILE, BackendError, read_spec
-
-    spec = read_spec(Path(index_dir))
-    where = Path(index_dir) / SPEC_FILE
-    store = spec.get("store", "sqlite")
-    if store not in ("sqlite", "postgres"):
-        raise BackendError(f"{where}: store must be \"sqlite\" or \"postgres\", not {store!r}")
-    if store == "postgres":
-        for key in ("postgres_uri", "namespace"):
-            if not isinstance(spec.get(key), str) or not spec[key]:
-                raise BackendError(f"{where}: \"store\": \"postgres\" needs {key!r} (a non-empty string); "
-                                   "restore the file or rebuild the index")
-        try:
-            check_namespace(spec["namespace"] + KG_SUFFIX)
-        except ValueError as e:
-            raise BackendError(f"{where}: {e}") from None
-    return spec
-
-
-def uses_postgres(spec: dict[str, Any]) -> bool:
-    return spec.get("store") == "postgres"
-
-
-def is_index_dir(index_dir: str | Path) -> bool:
-    """Whether the directory holds a medr2 index (a ``store.sqlite`` file, or a ``backend.json``
-    naming a PostgreSQL store)."""
-    p = Path(index_dir)
-    return (p / "store.sqlite").is_file() or uses_postgres(read_backend_spec(p))
-
-
-# -- SQL translation -----------------------------------------------------------------------------
+# -- SQL translation and namespaces ---------------------------------------------------------------
 def check_namespace(namespace: str) -> str:
+    """The namespace, when it is safe to put into SQL as a schema name; otherwise ValueError."""
     if not isinstance(namespace, str) or not _NAMESPACE.match(namespace) or len(namespace.encode()) > 63 \
             or namespace.startswith("pg_"):
         raise ValueError(f"PostgreSQL namespace {namespace!r} is not usable: use lower-case letters, digits and "
@@ -139,17 +102,6 @@ def pg_schema(schema: str) -> list[str]:
     s = re.sub(r"\bBLOB\b", "BYTEA", s)
     s = re.sub(r"\bTEXT\b", 'TEXT COLLATE "C"', s)
     return [st.strip() for st in s.split(";") if st.strip()]
-
-
-def redact_uri(uri: str) -> str:
-    """The URI (or key=value connection string) with its password replaced by ``***``.
-
-    >>> redact_uri("postgresql:///db?host=/tmp/s&password=x&user=u")
-    'postgresql:///db?host=/tmp/s&password=***&user=u'
-    """
-    out = re.sub(r"^(postgres(?:ql)?://[^:/@?]*):[^@/?]*@", r"\1:***@", uri)
-    out = re.sub(r"([?&]password=)[^&]*", r"\1***", out)
-    return re.sub(r"(^|\s)password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", r"\1password=***", out)
 
 
 def _quote(name: str) -> str:
@@ -227,7 +179,7 @@ class _Statements:
 
 
 class PGFile(SQLBase):
-    """A store in one PostgreSQL namespace, with the surface of :class:`medr2.index.sqlite.SQLiteFile`."""
+    """A store in one PostgreSQL namespace, with the surface of :class:`medr2.store.sqlite.SQLiteFile`."""
 
     path = None  # no file on disk
 
@@ -330,17 +282,3 @@ class PGFile(SQLBase):
             self._ddl(schema)
             if fresh:
                 self._record_version()
-
-
-class PGStore(StoreSQL, PGFile):
-    """The index store (:class:`medr2.index.store.SQLiteStore`'s methods) in a PostgreSQL namespace."""
-
-    def __init__(self, uri: str, namespace: str):
-        super().__init__(uri, namespace, self.SCHEMA)
-
-
-class PGKGStore(GraphSQL, PGFile):
-    """The graph store (:class:`medr2.kg.store.KGStore`'s methods) in a PostgreSQL namespace."""
-
-    def __init__(self, uri: str, namespace: str):
-        super().__init__(uri, namespace, self.SCHEMA)

@@ -1,12 +1,12 @@
 """The SQLite file both stores build on (the index's passages and the knowledge graph): WAL
 journal, nestable transactions (a nested block joins the outer one; an error rolls the whole
 transaction back), and a key-value ``meta`` table with the schema version (migrations and the
-portable SQL are shared with the PostgreSQL engine: :mod:`medr2.index.sqlbase`).
+portable SQL are shared with the PostgreSQL engine: :mod:`medr2.store.sqlbase`).
 
 Example::
 
     >>> import tempfile, pathlib
-    >>> from medr2.index.sqlite import SQLiteFile
+    >>> from medr2.store.sqlite import SQLiteFile
     >>> f = SQLiteFile(pathlib.Path(tempfile.mkdtemp()) / "x.sqlite", "CREATE TABLE IF NOT EXISTS meta "
     ...                "(key TEXT PRIMARY KEY, value TEXT NOT NULL);")
     >>> with f.transaction():
@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional
 
-from medr2.index.sqlbase import SQLBase
+from medr2.store.sqlbase import SQLBase
 
 
 class SQLiteFile(SQLBase):

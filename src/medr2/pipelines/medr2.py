@@ -1,0 +1,59 @@
+"""Med-R2 (Algorithm 2): the reformulated, fine-reranked, chain-of-thought round repeated up to T
+times; each round's query adds the last answer's reasoning, the usefulness reference becomes the
+last answer, and the stop rule (Acc / mu > delta) ends the loop.
+
+Example::
+
+    >>> from medr2.pipelines import PIPELINES
+    >>> s = PIPELINES["medr2"]
+    >>> s.method.__name__, s.method.iterate, s.reformulate, s.fine_rerank, s.cot
+    ('MedR2', True, True, True, True)
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from medr2.apply.answer import FAILED, Answer
+from medr2.assess.rounds import NO_VECTORS, assess_round, close_rounds, mark_repeat
+from medr2.llm.base import stage
+from medr2.pipelines.rag import RAG
+from medr2.schema import AskResult, RoundRecord
+
+
+class MedR2(RAG):
+    iterate = True
+
+    def rounds_loop(self, question: str, options: dict[str, str], query: str, qtype: str,
+                    reference: Optional[str], res: AskResult) -> tuple[Optional[Answer], list]:
+        e = self.engine
+        prev_vecs: Optional[np.ndarray] = None
+        answers: list[str] = []
+        ans: Optional[Answer] = None
+        rows: list = []
+        used_reference = reference
+        for t in range(1, self.rounds + 1):
+            rq = query if t == 1 else self.next_query(query, ans)
+            if t > 1 and rq == res.rounds[-1].query and reference == used_reference:
+                mark_repeat(res.rounds[-1])
+                break
+            used_reference = reference
+            rec = RoundRecord(round=t, query=rq)
+            ans, rows, vecs = self.one_round(question, options, qtype, rec, reference, res)
+            with stage("assess"):
+                if t > 1 and prev_vecs is not None:
+                    assess_round(rec, vecs, prev_vecs, answers, bool(options), e.config.assess.delta)
+            prev_vecs = vecs if vecs is not None else NO_VECTORS
+            answers.append(ans.answer)
+            res.rounds.append(rec)
+            if ans.method in FAILED:  # another round would wait on the same failing generator
+                rec.stop, rec.stop_reason = True, "the generator failed"
+            if rec.stop:
+                break
+            if self.s.fine_rerank and e.appraiser.usefulness is not None and ans.method == "llm" \
+                    and not ans.insufficient:
+                reference = ans.answer if not options else f"{ans.answer}. {options.get(ans.answer, '')}"
+        close_rounds(res.rounds, self.rounds)
+        return ans, rows

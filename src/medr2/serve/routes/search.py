@@ -1,0 +1,64 @@
+"""Retrieval without an answer: ``POST /search`` (hybrid search with filters, at most
+``serve.max_k`` hits) and ``GET /passages/{passage_id}`` (one passage with its document and the
+graph statements extracted from it).
+
+Example::
+
+    >>> from medr2.serve.routes.search import router
+    >>> [(r.path, sorted(r.methods)) for r in router.routes]
+    [('/search', ['POST']), ('/passages/{passage_id}', ['GET'])]
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Depends, HTTPException
+
+from medr2.serve.deps import State, reader
+from medr2.serve.models import SearchBody
+from medr2.serve.routes.kg import triple_brief
+
+router = APIRouter(dependencies=[Depends(reader)])
+
+
+@router.post("/search")
+def search(body: SearchBody, st: State) -> dict[str, Any]:
+    from medr2.search.hybrid import Filters, QueryError
+
+    sv = st.sv
+    if body.k > sv.max_k:
+        raise HTTPException(422, f"k is at most {sv.max_k} (serve.max_k)")
+    if len(body.query) > sv.max_question_chars:
+        raise HTTPException(413, f"query longer than {sv.max_question_chars} characters")
+    try:
+        f = Filters(list(body.source_types), body.year_min, body.year_max, list(body.languages))
+        with st.holder.use() as e:
+            res = e.searcher.search(body.query, k=body.k, filters=f)
+    except (QueryError, ValueError) as exc:
+        raise HTTPException(422, str(exc)) from None
+    return json.loads(res.model_dump_json())
+
+
+@router.get("/passages/{passage_id}")
+def passage(passage_id: str, st: State) -> dict[str, Any]:
+    from medr2.kg.build import open_existing_kg
+
+    with st.holder.use() as e:
+        rid = e.index.store.rowid_of(passage_id)
+        if rid is None:
+            raise HTTPException(404, f"no passage {passage_id!r}")
+        p = e.index.store.passages([rid])[rid]
+        doc = e.index.store.get_document(p["doc_id"])
+    out = {**p, "document": {"doc_id": doc.doc_id, "title": doc.title, "source_type": doc.source_type.value,
+                             "year": doc.meta.year, "origin": doc.meta.origin, "url": doc.meta.url,
+                             "publication_types": doc.meta.publication_types} if doc else None}
+    kg = open_existing_kg(st.index_dir)
+    if kg is not None:
+        try:
+            tids = kg.triples_of_texts([passage_id]).get(passage_id, [])
+            out["triples"] = [triple_brief(kg, t) for t in kg.triples_by_ids(tids)]
+        finally:
+            kg.close()
+    return out
