@@ -215,7 +215,7 @@ def main() -> None:
     if args.answer_mode.startswith("loglik") and "+reformulator+reranker" in methods:
         # A scored letter has no rationale to widen a second round's query, so medr2 in loglik mode runs
         # one round of reformulation and fine rerank: this ablation would repeat medr2's run question
-        # for question (tests/test_ask.py checks it), so medr2's records stand for it.
+        # for question (tests/pipelines/test_ask.py checks it), so medr2's records stand for it.
         print("+reformulator+reranker skipped: in loglik mode it is medr2's run (one round of both modules)")
         methods = [m for m in methods if m != "+reformulator+reranker"]
     ensure_index(args.index)
