@@ -12,6 +12,7 @@ caches stay in ``bench/out/eval`` (not committed; rebuilt from ../shared/data).
     python bench/eval.py --phase rag --datasets mmlu,pubmedqa
     python bench/eval.py --phase amt --datasets mmlu  # the LLM-AMT-style baseline
     python bench/eval.py --phase ablations --methods +reformulator --datasets medqa
+    python bench/eval.py --phase medr2 --order paper  # the paper's F order (appraise.order), own runs
     python bench/eval.py --phase trust             # trust metrics on bench/data/ngc_questions.jsonl
     python bench/eval.py --phase report            # bench/results/eval/report.md + PNGs
     python bench/eval.py --phase mirage            # re-score MIRAGE's stored predictions
@@ -32,6 +33,7 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,6 +54,31 @@ PHASES = {
     "ablations": ["+reformulator", "+reranker", "+reformulator+reranker"],
     "amt": ["llm_amt"],
 }
+# The methods with Med-R2's fine rerank: only they read appraise.order ("relevance" by default;
+# "paper" = F alone, the ablation row). Their paper-order runs go to their own run directory.
+FINE_RERANK = ("+reranker", "+reformulator+reranker", "medr2")
+ORDER_RUNS = RESULTS / "runs-order-paper"
+ORDER_REPORT = RESULTS / "order-paper"
+
+
+def order_config(base: Path, order: str) -> Path:
+    """``base`` with ``appraise.order = ORDER`` (written under bench/out/eval); ``base`` itself
+    for the default order."""
+    if order == "relevance":
+        return base
+    text = base.read_text(encoding="utf-8")
+    if "order" in tomllib.loads(text).get("appraise", {}):
+        sys.exit(f"{base} sets appraise.order already; give --order relevance with it")
+    lines = text.splitlines()
+    if "[appraise]" in (x.strip() for x in lines):
+        at = next(i for i, x in enumerate(lines) if x.strip() == "[appraise]")
+        lines.insert(at + 1, f'order = "{order}"')
+    else:
+        lines += ["", "[appraise]", f'order = "{order}"']
+    out = OUT / f"{base.stem}-order-{order}.toml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out
 
 
 def medr2(*args: str) -> list[str]:
@@ -186,8 +213,13 @@ def main() -> None:
     ap.add_argument("--answer-mode", default="loglik", choices=["loglik", "loglik-cal", "generate"])
     ap.add_argument("--index", type=Path, default=OUT / "index")
     ap.add_argument("--config", type=Path, default=ROOT / "bench" / "eval.toml")
-    ap.add_argument("--runs", type=Path, default=RESULTS / "runs")
+    ap.add_argument("--runs", type=Path, help=f"run records (default {RESULTS / 'runs'}; with --order paper "
+                    f"{ORDER_RUNS})")
+    ap.add_argument("--order", default="relevance", choices=["relevance", "paper"],
+                    help="appraise.order of the fine-rerank methods (+reranker, +reformulator+reranker, medr2): "
+                         "paper = Med-R2's F alone, run into its own run directory and reported apart")
     args = ap.parse_args()
+    args.runs = args.runs or (ORDER_RUNS if args.order == "paper" else RESULTS / "runs")
     if args.phase == "mirage":
         pred = SHARED / "benchmarks" / "mirage" / "prediction_sample"
         subprocess.check_call(medr2("eval", "score", "--mirage", str(pred), "--benchmark", str(MIRAGE)))
@@ -196,12 +228,17 @@ def main() -> None:
         trust(args)
         return
     if args.phase == "report":
+        if args.order == "paper":  # only the paper-order runs' report, never over the main one
+            subprocess.check_call(medr2("eval", "report", str(args.runs), "--out", str(ORDER_REPORT)))
+            return
         trust_dirs = sorted(d for d in (RESULTS / "trust").glob("*") if (d / "summary.json").exists())
         cmd = medr2("eval", "report", str(args.runs), "--out", str(RESULTS))
         for d in trust_dirs:
             cmd += ["--trust", str(d)]
         subprocess.check_call(cmd)
         subprocess.check_call(medr2("eval", "score", "--run", str(args.runs)))
+        if ORDER_RUNS.exists() and args.runs != ORDER_RUNS:  # the paper-order ablation runs, reported apart
+            subprocess.check_call(medr2("eval", "report", str(ORDER_RUNS), "--out", str(ORDER_REPORT)))
         return
     unknown = [d for d in args.datasets.split(",") if d not in DATASETS]
     if unknown:
@@ -212,6 +249,13 @@ def main() -> None:
         stray = [m for m in methods if m not in PHASES[args.phase]]
         if stray:
             sys.exit(f"method(s) {stray} are not in phase {args.phase}; choose from {', '.join(PHASES[args.phase])}")
+    if args.order != "relevance":
+        if [m for m in methods if m not in FINE_RERANK] and args.methods:
+            sys.exit(f"--order {args.order} applies to {', '.join(FINE_RERANK)} only")
+        methods = [m for m in methods if m in FINE_RERANK]
+        if not methods:
+            sys.exit(f"--order {args.order}: phase {args.phase} has no fine-rerank method ({', '.join(FINE_RERANK)})")
+        args.config = order_config(args.config, args.order)
     if args.answer_mode.startswith("loglik") and "+reformulator+reranker" in methods:
         # A scored letter has no rationale to widen a second round's query, so medr2 in loglik mode runs
         # one round of reformulation and fine rerank: this ablation would repeat medr2's run question

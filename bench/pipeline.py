@@ -10,8 +10,9 @@ Sections (``--only`` picks some):
 * ``levels`` - evidence-level detector on 80 hand-labelled PubMedQA abstracts
   (bench/data/evidence_levels_pubmedqa.jsonl): text cues alone, and cues with the LLM as fallback.
 * ``retrieval`` - nDCG@10 / Recall@10 of plain hybrid search versus the Med-R2 formulation and
-  appraisal stages (offline reformulation; fine rerank F = f_h * f_g over a coarse set of 20) on
-  the core retrieval benchmark's corpus (small scale).
+  appraisal stages (offline reformulation; fine rerank F = f_h * f_g over a coarse set of 20: the
+  paper's order by F, and medr2's relevance order logit(relevance) + w ln F with and without the
+  relevance floor, ``appraise.order``) on the core retrieval benchmark's corpus (small scale).
 * ``latency`` - per-stage seconds, calls and tokens of ``medr2`` on demo questions with the bundled
   Qwen2.5-1.5B generator and SmolLM2 scorer on this machine; share of time outside the LLM.
 
@@ -164,7 +165,8 @@ def bench_retrieval(args, results: dict) -> None:
     from medr2.appraise.appraiser import base_rows
     from medr2.appraise.doc_type import EmbeddingDocTyper, doc_type_fit
     from medr2.appraise.fine import fine_score
-    from medr2.eval.retrieval_metrics import mean, ndcg_at_k, recall_at_k
+    from medr2.appraise.order import relevance_order
+    from medr2.util.retrieval_metrics import mean, ndcg_at_k, recall_at_k
     from medr2.formulate.classify import question_type_by_cues
     from medr2.pipelines import Engine
 
@@ -178,7 +180,19 @@ def bench_retrieval(args, results: dict) -> None:
     e = Engine.open(work / "index", c, generator="none", scorer="none")
     typer = EmbeddingDocTyper(e.index.encoder, c.appraise.doc_type_temperature)
     expected = c.appraise.expected_doc_types
-    variants = ["hybrid (coarse order)", "paper F, unknown e = 9", "F, unknown e = 5"]
+    w, floor = c.appraise.relevance_weight, c.appraise.relevance_floor
+    rel_v, floor_v = f"relevance order (w = {w})", f"relevance order (w = {w}) + floor {floor}"
+    variants = ["hybrid (coarse order)", "paper F, unknown e = 9", "F, unknown e = 5", rel_v, floor_v]
+    scored_hits = total_hits = 0
+
+    def rel_orders(idxs, rws, fg):
+        """The relevance order of the rows at ``idxs`` (F with f_u = 0), and it without the rows
+        under the floor (rows without a relevance score keep their coarse place and are not cut)."""
+        ranked = relevance_order([rws[i].model_copy(update={"F": fine_score(rws[i].f_h, fg[i], 0.0)})
+                                  for i in idxs], w)
+        order = [r.coarse_rank - 1 for r in ranked]
+        return order, [i for i in order if rws[i].relevance is None or rws[i].relevance >= floor]
+
     out, rows = {}, []
     for task, queries in gold.items():
         for reform in (False, True):
@@ -190,7 +204,9 @@ def bench_retrieval(args, results: dict) -> None:
                     continue
                 cls = e.formulator.offline_classifier.classify(qtext)
                 q = e.formulator.offline_reformulator.reformulate(qtext, cls.ebm_category).query if reform else qtext
-                hits = e.rerank(q, e.retrieve(q, 20), 20, [])
+                # as the pipelines do: a reformulation expands retrieval (fused with the question's
+                # own pool) and the coarse reranker reads the question
+                hits = e.rerank(qtext, e.retrieve([q, qtext] if q != qtext else [q], 20), 20, [])
                 t = time.perf_counter()
                 rws = base_rows(hits, e.leveler)
                 vec = e.searcher.vectors(hits) if hits else None
@@ -199,13 +215,18 @@ def bench_retrieval(args, results: dict) -> None:
                 fg = [doc_type_fit(d, exp) for d in dists]
                 t_fine += time.perf_counter() - t
                 rowid = [e.index.store.rowid_of(h.passage_id) for h in hits]
+                scored_hits += sum(r.relevance is not None for r in rws)
+                total_hits += len(rws)
                 for k in (10, 20):
                     idxs = list(range(min(k, len(hits))))
+                    rel_order, floored = rel_orders(idxs, rws, fg)
                     orders = {
                         "hybrid (coarse order)": idxs,
                         "paper F, unknown e = 9": sorted(idxs, key=lambda i: -fine_score(rws[i].f_h, fg[i], 0.0)),
                         "F, unknown e = 5": sorted(idxs, key=lambda i: -fine_score(
                             10 - (5 if rws[i].level_source == "default" else rws[i].level), fg[i], 0.0)),
+                        rel_v: rel_order,
+                        floor_v: floored,
                     }
                     for v, order in orders.items():
                         ranked = [rowid[i] for i in order][:10]
@@ -222,14 +243,18 @@ def bench_retrieval(args, results: dict) -> None:
                     rows.append([task, "offline reformulation" if reform else "question", v,
                                  "-" if v.startswith("hybrid") else k, f"{rec:.3f}", f"{nd:.3f}"])
             out[task][f"fine_ms_per_query{'_reformulated' if reform else ''}"] = round(t_fine / max(nq, 1) * 1000, 1)
+    reranker = e.model_names()["coarse_reranker"]
     e.close()
+    out["coarse_reranker"] = {"name": reranker, "hits_with_relevance": scored_hits, "hits": total_hits}
     results["retrieval"] = out
     print(f"\n### Retrieval: plain hybrid vs Med-R2 formulation and appraisal ({args.scale} scale, {n} passages, "
           f"{args.queries} queries per task)\n")
-    print("F here has f_u = 0 (usefulness needs a generator's draft answer); coarse order = fused hybrid order.\n")
+    print(f"F here has f_u = 0 (usefulness needs a generator's draft answer); coarse order = {reranker}'s order "
+          f"(the rerank config in effect); {scored_hits} of {total_hits} coarse hits carry a relevance score"
+          + (" (none: the relevance order is the coarse order)" if not scored_hits else "") + ".\n")
     print(table(rows, ["task", "query", "order", "coarse k", "Recall@10", "nDCG@10"]))
     print("\nFine-stage cost (levels, stored vectors, document types, F): "
-          + ", ".join(f"{t} {out[t]['fine_ms_per_query']:.0f} ms/query" for t in out))
+          + ", ".join(f"{t} {out[t]['fine_ms_per_query']:.0f} ms/query" for t in gold))
 
 
 # -- latency -----------------------------------------------------------------------------------

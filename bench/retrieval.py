@@ -41,11 +41,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from medr2.config import Config  # noqa: E402
-from medr2.eval.retrieval_metrics import mean, mrr, ndcg_at_k, percentile, recall_at_k  # noqa: E402
+from medr2.util.retrieval_metrics import mean, mrr, ndcg_at_k, percentile, recall_at_k  # noqa: E402
 from medr2.index.index import Index  # noqa: E402
 from medr2.ingest.pipeline import ingest  # noqa: E402
 from medr2.search.fusion import fuse  # noqa: E402
 from medr2.search.hybrid import HybridSearcher  # noqa: E402
+from medr2.formulate.train import split_of  # noqa: E402
+from medr2.search.rerank_data import MEDQUAD_HELD_OUT  # noqa: E402
 
 DATA = Path(os.environ.get("MEDR2_SHARED_DATA", ROOT.parent / "shared" / "data"))
 OUT = ROOT / "bench" / "out"
@@ -90,9 +92,14 @@ def build_corpus(scale: dict, folder: Path) -> dict:
             if i > scale["medlineplus"]:
                 break
             dst.write(line)
+    # Queries come only from what medr2's reranker never trains on: PubMedQA's 500 test questions
+    # (MIRAGE's PubMedQA*) and MedQuAD's held-out documents (the split medr2.search.rerank_data
+    # leaves out). The corpus keeps every document (the others are distractors).
+    test = set(json.loads((DATA / "benchmarks/pubmedqa/test_ground_truth.json").read_text()))
     return {
-        "pubmedqa": [(pq[p]["QUESTION"], f"pmid:{p}") for p in pmids],
-        "medquad": [(r["question"], f"jsonl:{r['qid']}") for r in medquad],
+        "pubmedqa": [(pq[p]["QUESTION"], f"pmid:{p}") for p in pmids if p in test],
+        "medquad": [(r["question"], f"jsonl:{r['qid']}") for r in medquad
+                    if split_of(str(r.get("doc_id") or r["focus"]), MEDQUAD_HELD_OUT) == "test"],
     }
 
 
@@ -151,10 +158,61 @@ def evaluate(searcher: HybridSearcher, queries, k_eval: int = 10, with_splade: b
     return table, latencies, len(per[methods[0]]["recall"])
 
 
+def evaluate_ranked(engine, queries, k_eval: int = 10):
+    """The shipped reranker over the fused top 30, and medr2's evidence order (offline
+    formulation expanding retrieval, the reranker reading the question, the fine appraisal with
+    f_u = 0 as without a scorer): the order of the coarse set, the paper's F order of the same
+    rows, and what reaches the context (rows above the relevance floor). Per-stage latency."""
+    from medr2.appraise.order import paper_order
+
+    idx, searcher = engine.index, engine.searcher
+    coarse_k, top_n = engine.config.appraise.coarse_k, engine.config.rerank.top_n
+    names = [f"reranker (fused top {top_n})", "medr2 evidence order", "medr2, paper F order", "medr2 context (floor)"]
+    per = {m: {"recall": [], "ndcg": [], "mrr": []} for m in names}
+    lat = {s: [] for s in ("pool", "rerank", "formulate", "retrieve (expanded)", "coarse rerank", "appraise")}
+    for q, doc_id in queries:
+        gold = {str(r) for r in gold_rows(idx, doc_id)}
+        if not gold:
+            continue
+        notes: list[str] = []
+        t = time.perf_counter()
+        pool = searcher.pool(q, top_n)
+        t1 = time.perf_counter()
+        reranked = searcher.reranker.rerank(q, pool, top_n)
+        t2 = time.perf_counter()
+        f = engine.formulator.formulate(q, reformulate=True)
+        t3 = time.perf_counter()
+        expanded = engine.retrieve([f.query, q] if f.query != q else [q], coarse_k)
+        t4 = time.perf_counter()
+        hits = engine.rerank(q, expanded, coarse_k, notes)
+        t5 = time.perf_counter()
+        rows, _ = engine.appraiser.appraise(q, {}, f.question_type, hits, searcher.vectors(hits) if hits else None,
+                                            None, notes)
+        t6 = time.perf_counter()
+        for s_, a, b in (("pool", t, t1), ("rerank", t1, t2), ("formulate", t2, t3),
+                         ("retrieve (expanded)", t3, t4), ("coarse rerank", t4, t5), ("appraise", t5, t6)):
+            lat[s_].append((b - a) * 1000)
+        rid = idx.store.rowid_of
+        rankings = {
+            names[0]: [rid(h.passage_id) for h in reranked],
+            names[1]: [rid(r.passage_id) for r in rows],
+            names[2]: [rid(r.passage_id) for r in paper_order(rows)],
+            names[3]: [rid(r.passage_id) for r in rows if not r.reason.startswith("dropped")],
+        }
+        for m in names:
+            ranked = [str(i) for i in rankings[m]]
+            per[m]["recall"].append(recall_at_k(ranked, gold, k_eval))
+            per[m]["ndcg"].append(ndcg_at_k(ranked, gold, k_eval))
+            per[m]["mrr"].append(mrr(ranked, gold))
+    return {m: {k: mean(v) for k, v in d.items()} for m, d in per.items()}, lat
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", choices=sorted(SCALES), default="default")
     ap.add_argument("--splade", default="", help="SPLADE model ('bundled:splade-tiny' or a path); off by default")
+    ap.add_argument("--reuse-index", action="store_true",
+                    help="use the index a previous run left in bench/out/SCALE/index (no ingestion-cost section)")
     args = ap.parse_args()
     if not DATA.exists():
         print(f"needs ../shared/data (looked at {DATA})", file=sys.stderr)
@@ -169,34 +227,40 @@ def main() -> int:
     cfg.sparse.splade_model = args.splade
     cfg.fusion.dense_k = cfg.fusion.sparse_k = 100
 
-    # 1. ingestion without the encoder (zero vectors), then with it
-    probe = Index.open(work / "probe", cfg, create=True, writable=True)
-    dim = probe.encoder.dim
-    encoder = probe.encoder
-    probe.close()
-    shutil.rmtree(work / "probe")
-    bare = cfg.model_copy(deep=True)
-    bare.sparse.splade_model = ""  # model-free ingestion cost: no SPLADE either
-    idx0, t_noembed, n0 = timed_ingest(work / "index-noembed", corpus, bare, ZeroEncoder(dim))
-    idx0.close()
-    shutil.rmtree(work / "index-noembed")
-    idx, t_full, n = timed_ingest(work / "index", corpus, cfg)
+    cost = not args.reuse_index
+    if cost:
+        # 1. ingestion without the encoder (zero vectors), then with it
+        probe = Index.open(work / "probe", cfg, create=True, writable=True)
+        dim = probe.encoder.dim
+        encoder = probe.encoder
+        probe.close()
+        shutil.rmtree(work / "probe")
+        bare = cfg.model_copy(deep=True)
+        bare.sparse.splade_model = ""  # model-free ingestion cost: no SPLADE either
+        idx0, t_noembed, n0 = timed_ingest(work / "index-noembed", corpus, bare, ZeroEncoder(dim))
+        idx0.close()
+        shutil.rmtree(work / "index-noembed")
+        idx, t_full, n = timed_ingest(work / "index", corpus, cfg)
 
-    # 2. the raw encoder on the same texts, same batch size
-    rows = idx.store.db.execute(
-        "SELECT p.text, p.heading_path, d.title FROM passages p JOIN documents d USING (doc_id) ORDER BY p.rowid"
-    ).fetchall()
-    sample = rows[: min(len(rows), 3000)]
-    from medr2.schema import Passage
+        # 2. the raw encoder on the same texts, same batch size
+        rows = idx.store.db.execute(
+            "SELECT p.text, p.heading_path, d.title FROM passages p JOIN documents d USING (doc_id) ORDER BY p.rowid"
+        ).fetchall()
+        sample = rows[: min(len(rows), 3000)]
+        from medr2.schema import Passage
 
-    texts = [Passage(passage_id="x", doc_id="x", text=t, heading_path=json.loads(h)).embedding_text(title)
-             for t, h, title in sample]
-    t = time.perf_counter()
-    encoder.encode_passages(texts)
-    if idx.splade is not None:  # the pipeline runs both models: compare with both
-        for i in range(0, len(texts), 256):
-            idx.splade.encode(texts[i:i + 256])
-    raw_rate = len(texts) / (time.perf_counter() - t)
+        texts = [Passage(passage_id="x", doc_id="x", text=t, heading_path=json.loads(h)).embedding_text(title)
+                 for t, h, title in sample]
+        t = time.perf_counter()
+        encoder.encode_passages(texts)
+        if idx.splade is not None:  # the pipeline runs both models: compare with both
+            for i in range(0, len(texts), 256):
+                idx.splade.encode(texts[i:i + 256])
+        raw_rate = len(texts) / (time.perf_counter() - t)
+
+    else:
+        idx = Index.open(work / "index", cfg)
+        n = idx.stats()["passages"]
 
     # 3. quality and latency
     rng = random.Random(7)
@@ -210,8 +274,25 @@ def main() -> int:
         results[task] = (table, nq)
         lat_all.extend(lat)
     st = idx.stats()
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     idx.close()
+
+    # 4. the shipped reranker and medr2's evidence order, on the same queries
+    from medr2.pipelines import Engine
+
+    ecfg = cfg.model_copy(deep=True)
+    ecfg.formulate.method = "offline"
+    engine = Engine.open(work / "index", ecfg, generator="none", scorer="none")
+    rng = random.Random(7)
+    ranked, stage_lat = {}, {}
+    for task, qs in gold.items():
+        qs = list(qs)
+        rng.shuffle(qs)
+        ranked[task], lat = evaluate_ranked(engine, qs[: scale["queries"]])
+        for k_, v in lat.items():
+            stage_lat.setdefault(k_, []).extend(v)
+    reranker = engine.model_names()["coarse_reranker"]
+    engine.close()
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     # 4. report
     print(f"# medr2 retrieval benchmark ({args.scale})\n")
@@ -222,9 +303,20 @@ def main() -> int:
         print(f"## {task} ({nq} queries)\n")
         print("| retriever | Recall@10 | nDCG@10 | MRR |")
         print("|---|---:|---:|---:|")
-        for m, v in table.items():
+        for m, v in {**table, **ranked[task]}.items():
             print(f"| {m} | {v['recall']:.3f} | {v['ndcg']:.3f} | {v['mrr']:.3f} |")
         print()
+    print(f"Reranker: {reranker}; medr2 order: offline formulation expanding retrieval, coarse k "
+          f"{ecfg.appraise.coarse_k}, fine appraisal order {ecfg.appraise.order!r} (w = "
+          f"{ecfg.appraise.relevance_weight}, floor {ecfg.appraise.relevance_floor}), f_u = 0.\n")
+    print("## Latency per stage (ms, all queries of both tasks)\n")
+    print("| stage | p50 | p95 |")
+    print("|---|---:|---:|")
+    for k_, v in stage_lat.items():
+        print(f"| {k_} | {percentile(v, 50):.1f} | {percentile(v, 95):.1f} |")
+    print()
+    if not cost:
+        return 0
     full_rate, noembed_rate = n / t_full, n0 / t_noembed
     print("## Throughput and cost\n")
     print("| measure | value |")

@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from medr2.config import Config  # noqa: E402
-from medr2.eval.retrieval_metrics import percentile  # noqa: E402
+from medr2.util.retrieval_metrics import percentile  # noqa: E402
 from medr2.index.index import Encoded, Index, PendingDoc  # noqa: E402
 from medr2.schema import Document, DocumentMeta, Passage, SourceType  # noqa: E402
 

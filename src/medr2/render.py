@@ -50,11 +50,11 @@ def answer_lines(res, explain: bool) -> Iterator[str]:
     for n in res.notes:
         yield f"note: {n}"
     if res.evidence:
-        yield "\nEvidence (n, passage, source, level/design, doc type, f_h, f_g, f_u, F, status):"
+        yield "\nEvidence (n, passage, source, level/design, doc type, relevance, f_h, f_g, f_u, F, status):"
         rows = res.evidence if explain else [r for r in res.evidence if r.kept or r.reason.startswith("dropped")]
         for r in rows:
             yield (f"  {fmt(r.n):>2} {r.passage_id} {r.source_type.value:<9} {r.level}/{r.design:<28} "
-                   f"{fmt(r.doc_type):<16} {r.f_h} {fmt(r.f_g)} {fmt(r.f_u)} {fmt(r.F)}  "
+                   f"{fmt(r.doc_type):<16} {fmt(r.relevance)} {r.f_h} {fmt(r.f_g)} {fmt(r.f_u)} {fmt(r.F)}  "
                    f"{'kept' if r.kept else r.reason}  {r.title[:50]}")
     yield from _graph_lines(res)
     if explain:

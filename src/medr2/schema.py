@@ -116,14 +116,20 @@ class Passage(_Model):
 
     def embedding_text(self, title: str = "") -> str:
         """Text given to the embedder: heading path prefix, then the passage."""
-        path = [p for p in ([title] if title else []) + self.heading_path if p]
-        # avoid repeating the title when it is also the first heading
-        dedup: list[str] = []
-        for p in path:
-            if not dedup or dedup[-1] != p:
-                dedup.append(p)
-        prefix = " > ".join(dedup)
-        return f"{prefix}\n{self.text}" if prefix else self.text
+        return prefixed_text(title, self.heading_path, self.text)
+
+
+def prefixed_text(title: str, heading_path: list[str], text: str) -> str:
+    """The passage with its title and heading path as a ``>`` prefix (what the embedder and the
+    reranker read)."""
+    path = [p for p in ([title] if title else []) + heading_path if p]
+    # avoid repeating the title when it is also the first heading
+    dedup: list[str] = []
+    for p in path:
+        if not dedup or dedup[-1] != p:
+            dedup.append(p)
+    prefix = " > ".join(dedup)
+    return f"{prefix}\n{text}" if prefix else text
 
 
 def normalise_for_id(text: str) -> str:
@@ -159,6 +165,9 @@ class Hit(_Model):
     # e.g. {"dense": 0.71, "dense_rank": 1, "sparse": 12.3, "sparse_rank": 4, "fused": ..., "rerank": ...}
     scores: dict[str, Optional[Union[int, float]]] = Field(default_factory=dict)
 
+    def embedding_text(self) -> str:
+        return prefixed_text(self.title, self.heading_path, self.text)
+
 
 class SearchResult(_Model):
     query: str
@@ -177,6 +186,8 @@ class EvidenceRow(_Model):
     text: str = ""
     coarse_rank: int = 0
     coarse_score: Optional[float] = None
+    # calibrated P(the passage bears on the query) from the coarse reranker; None without a relevance model
+    relevance: Optional[float] = None
     level: int = 9
     design: str = "unknown"
     level_source: str = "default"

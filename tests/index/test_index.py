@@ -77,7 +77,9 @@ def test_bad_queries_give_clear_errors(any_index, bad, msg):
 
 def test_rrf_option_orders_by_reciprocal_rank(any_index):
     idx, _, _ = any_index
-    res = HybridSearcher(idx).search("metformin dose kidney", k=5, fusion="rrf")
+    from medr2.search.rerank import FusedOrder
+
+    res = HybridSearcher(idx, reranker=FusedOrder()).search("metformin dose kidney", k=5, fusion="rrf")
     fused = [h.scores["fused"] for h in res.hits]
     assert fused == sorted(fused, reverse=True)
     k = idx.config.fusion.rrf_k

@@ -21,6 +21,7 @@ from medr2.index.index import Index
 from medr2.index.milvus import PENDING, encode_terms, filter_expr
 from medr2.ingest.pipeline import ingest
 from medr2.search.hybrid import Filters, HybridSearcher
+from medr2.search.rerank import FusedOrder
 
 pytestmark = pytest.mark.slow
 
@@ -73,8 +74,8 @@ def test_filters_equal_the_embedded_index(mixed_index, mixed_milvus_index, filte
 def test_rrf_fused_by_milvus_equals_local_rrf(mixed_index, mixed_milvus_index):
     emb, mil = mixed_index[0], mixed_milvus_index[0]
     for query in QUERIES:
-        a = HybridSearcher(emb).search(query, k=8, fusion="rrf")
-        b = HybridSearcher(mil).search(query, k=8, fusion="rrf")
+        a = HybridSearcher(emb, reranker=FusedOrder()).search(query, k=8, fusion="rrf")
+        b = HybridSearcher(mil, reranker=FusedOrder()).search(query, k=8, fusion="rrf")
         assert "fusion_ms" in b.timings_ms  # Milvus did the fusion
         _same_up_to_ties([(h.passage_id, h.scores["fused"]) for h in a.hits],
                          [(h.passage_id, h.scores["fused"]) for h in b.hits], tol=1e-6)
@@ -269,6 +270,7 @@ def test_ask_and_search_fuse_alike_on_milvus(mixed_index, mixed_milvus_index):
     for index in (mixed_milvus_index[0], mixed_index[0]):
         cfg = index.config.model_copy(deep=True)
         cfg.fusion.method = "rrf"
+        cfg.rerank.cross_encoder = ""  # the fused order itself (the reranker reorders it alike in both)
         cfg.formulate.terminologies = []
         engine = Engine(index, cfg, generator=None, scorer=None)
         k = cfg.appraise.coarse_k

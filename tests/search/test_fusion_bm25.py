@@ -109,7 +109,7 @@ def test_tokenizer_english_and_chinese(tmp_path):
 
 
 def test_retrieval_metrics():
-    from medr2.eval.retrieval_metrics import mrr, ndcg_at_k, percentile, recall_at_k
+    from medr2.util.retrieval_metrics import mrr, ndcg_at_k, percentile, recall_at_k
 
     assert recall_at_k(["a", "b"], {"a", "b"}, 10) == 1.0
     assert recall_at_k(["x", "y", "a"], {"a"}, 2) == 0.0

@@ -59,9 +59,10 @@ def token_counter(generator: Optional[LLM]) -> Callable[[str], int]:
 
 
 def pack_rows(rows: list[EvidenceRow], budget: int, count: Callable[[str], int]) -> list[EvidenceItem]:
-    """Fill the window with the rows in their order (dropped rows never), number the kept ones
-    1..k and say on each row why it is in or out. When not even the best passage fits, it is
-    given cut to the window."""
+    """Fill the window with the rows in their order, number the kept ones 1..k and say on each
+    row why it is in or out. A row whose reason starts with "dropped" (a conflict's losing side,
+    or under the relevance floor: "dropped: not relevant ...") is never packed, not even when
+    nothing else is left. When not even the best passage fits, it is given cut to the window."""
     eligible = [r for r in rows if not r.reason.startswith("dropped")]
     chosen = set(pack([(r.passage_id, count(r.text)) for r in eligible], budget))
     clip: dict[str, str] = {}

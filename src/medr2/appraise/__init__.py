@@ -1,1 +1,2 @@
-"""Appraise: coarse reranking of the retrieved candidates (fine EBM reranking builds on it)."""
+"""Appraise: the fine EBM appraisal of the coarse set (evidence level, document-type fit,
+usefulness, F, the fine order and relevance floor, conflicts)."""

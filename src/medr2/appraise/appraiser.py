@@ -1,5 +1,11 @@
 """Fine appraisal of the coarse set (Med-R2): evidence level, document-type fit, usefulness,
-F = f_h * f_g * (1 + alpha * f_u), conflict filtering; every factor kept on the row.
+F = f_h * f_g * (1 + alpha * f_u), the fine order, the relevance floor, conflict filtering;
+every factor kept on the row.
+
+The fine order is ``appraise.order`` (medr2.appraise.order): "relevance" (the coarse reranker's
+calibrated relevance first, F among comparably relevant passages; rows below
+``appraise.relevance_floor`` are dropped as not relevant before conflicts are looked for, so an
+off-topic passage never knocks out a relevant one) or "paper" (F alone, Med-R2's order).
 
 Example: the evidence level of each coarse hit (the rows vanilla RAG packs); the fine score
 adds document-type fit, usefulness and conflicts (``Appraiser.appraise``)::
@@ -26,6 +32,8 @@ from medr2.appraise.conflicts import Conflict, resolve
 from medr2.appraise.doc_type import doc_type_fit
 from medr2.appraise.evidence_level import EvidenceLeveler, f_h
 from medr2.appraise.fine import fine_score
+from medr2.appraise.order import (ORDERS, apply_floor, empty_context_note, missing_relevance_note, paper_order,
+                                  relevance_order)
 from medr2.appraise.usefulness import UsefulnessScorer
 from medr2.formulate.labels import DOC_TYPES
 from medr2.llm.base import LLMError, stage
@@ -33,20 +41,36 @@ from medr2.schema import EvidenceRow, Hit
 
 
 def base_rows(hits: list[Hit], leveler: EvidenceLeveler) -> list[EvidenceRow]:
-    """Rows with the evidence level of each hit, in coarse order (no fine score yet)."""
+    """Rows with the evidence level of each hit, in coarse order (no fine score yet), and its
+    relevance when the coarse reranker gave one (``hit.scores["relevance"]``)."""
     rows = []
     for rank, h in enumerate(hits, 1):
         lv = leveler.assess(h.source_type.value, h.publication_types, h.title, h.text)
         rows.append(EvidenceRow(passage_id=h.passage_id, doc_id=h.doc_id, title=h.title, source_type=h.source_type,
                                 heading_path=h.heading_path, text=h.text, coarse_rank=rank,
-                                coarse_score=round(float(h.score), 6), level=lv.level, design=lv.design,
-                                level_source=lv.source, f_h=f_h(lv.level)))
+                                coarse_score=round(float(h.score), 6), relevance=_relevance(h), level=lv.level,
+                                design=lv.design, level_source=lv.source, f_h=f_h(lv.level)))
     return rows
 
 
+def _relevance(h: Hit) -> Optional[float]:
+    v = h.scores.get("relevance")
+    return None if v is None else round(float(v), 6)
+
+
 class Appraiser:
+    """``order``, ``relevance_weight``, ``relevance_floor``: appraise.order, .relevance_weight,
+    .relevance_floor (the engine passes its config)."""
+
     def __init__(self, leveler: EvidenceLeveler, doc_typer, usefulness: Optional[UsefulnessScorer], conflicts,
-                 expected_doc_types: dict[str, list[str]], alpha: float = 1.0):
+                 expected_doc_types: dict[str, list[str]], alpha: float = 1.0, *, order: str,
+                 relevance_weight: float, relevance_floor: float):
+        if order not in ORDERS:
+            raise ValueError(f"appraise.order is one of {', '.join(ORDERS)}, not {order!r}")
+        if relevance_weight < 0 or not 0 <= relevance_floor < 1:
+            raise ValueError(f"relevance weight must be >= 0 and floor in [0, 1) (got {relevance_weight}, "
+                             f"{relevance_floor})")
+        self.order, self.relevance_weight, self.relevance_floor = order, relevance_weight, relevance_floor
         self.leveler = leveler
         self.doc_typer = doc_typer
         self.usefulness = usefulness
@@ -84,17 +108,34 @@ class Appraiser:
         for r, fu in zip(rows, fus):
             r.f_u = round(fu, 6)
             r.F = fine_score(r.f_h, r.f_g, r.f_u, self.alpha)
-        rows.sort(key=lambda r: (-(r.F or 0.0), r.coarse_rank))
+        rows = self.ordered(rows, notes)
+        live = [r for r in rows if not r.reason.startswith("dropped")]
         found: list[Conflict] = []
         if self.conflicts is not None:
             with stage("conflicts"):
-                pairs = self.conflicts.pairs([(r.passage_id, r.text) for r in rows],
-                                             {r.passage_id: r.doc_id for r in rows})
-                found = resolve(pairs, {r.passage_id: r.level for r in rows})
+                pairs = self.conflicts.pairs([(r.passage_id, r.text) for r in live],
+                                             {r.passage_id: r.doc_id for r in live})
+                found = resolve(pairs, {r.passage_id: r.level for r in live})
             by_id = {r.passage_id: r for r in rows}
             for c in found:
                 if c.dropped:
                     keep = c.b if c.dropped == c.a else c.a
                     by_id[c.dropped].reason = (f"dropped: conflicts with {keep} (level {by_id[keep].level} beats "
                                                f"{by_id[c.dropped].level}); {c.reason}")
+        if self.order == "relevance":
+            _note(notes, empty_context_note(rows, self.relevance_floor))
         return rows, found
+
+    def ordered(self, rows: list[EvidenceRow], notes: list[str]) -> list[EvidenceRow]:
+        """The rows in the fine order; in the relevance order, those under the floor marked dropped."""
+        if self.order == "paper":
+            return paper_order(rows)
+        rows = relevance_order(rows, self.relevance_weight)
+        _note(notes, missing_relevance_note(rows))
+        apply_floor(rows, self.relevance_floor)
+        return rows
+
+
+def _note(notes: list[str], note: Optional[str]) -> None:
+    if note and note not in notes:
+        notes.append(note)

@@ -6,13 +6,24 @@ study-design cues in the title and text, then (optionally) the LLM, else
 ``appraise.unknown_level``. The levels of every design live in config
 (``appraise.levels``).
 
+With a trained design model (``appraise.level_method = "trained"``, the default;
+:mod:`medr2.appraise.design_model`) the text is read by the model as well: when metadata is
+silent, a model verdict at least ``appraise.design_min_confidence`` sure wins, unless a cue names
+a design the model cannot judge (trained on fewer than ``appraise.design_min_support`` examples
+of it, e.g. expert opinion or case series); otherwise the cues decide when they fire, then the
+LLM (if configured), then the model's best guess (source ``model``), so the model leaves no
+passage of a paper at the default level.
+``appraise.level_method = "cues"`` is the cue detector alone.
+
 Example::
 
-    >>> from medr2.appraise.evidence_level import detect_design, f_h
+    >>> from medr2.appraise.evidence_level import EvidenceLeveler, detect_design, f_h
     >>> detect_design("Metformin and lactic acidosis: a systematic review and meta-analysis")
     'meta-analysis'
     >>> f_h(3)
     7
+    >>> EvidenceLeveler({"cohort study": 6}).assess("paper", [], "", "We measured it once.").source
+    'default'
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Optional
 
+from medr2.appraise.design_model import DesignModel
 from medr2.formulate.classify import first_cue
 from medr2.llm.base import LLM, LLMError, structured
 
@@ -99,20 +111,37 @@ def f_h(level: int) -> int:
 class EvidenceLevel:
     level: int
     design: str
-    source: str  # "metadata", "text", "llm" or "default"
+    source: str  # "metadata", "text", "model", "llm" or "default"
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
 class EvidenceLeveler:
-    def __init__(self, levels: dict[str, int], unknown_level: int = 9, llm: Optional[LLM] = None):
+    """``design_model``: a trained :class:`~medr2.appraise.design_model.DesignModel` (None: the
+    cue detector alone); ``min_confidence``: appraise.design_min_confidence; ``min_support``:
+    appraise.design_min_support (designs with fewer training examples never overrule a cue)."""
+
+    def __init__(self, levels: dict[str, int], unknown_level: int = 9, llm: Optional[LLM] = None,
+                 design_model=None, min_confidence: float = 1.0, min_support: int = 1):
         bad = {k: v for k, v in levels.items() if not 1 <= int(v) <= 9}
         if bad:
             raise ValueError(f"appraise.levels must be 1..9: {bad}")
         self.levels = levels
         self.unknown_level = unknown_level
         self.llm = llm
+        self.model = design_model
+        self.min_confidence = min_confidence
+        counts = getattr(design_model, "meta", {}).get("per_design", {}) if design_model is not None else {}
+        self.judged = {d for d, n in counts.items() if n >= min_support}  # designs the model may overrule cues on
+
+    @classmethod
+    def from_config(cls, cfg, llm: Optional[LLM] = None) -> "EvidenceLeveler":
+        """The leveler an ``AppraiseConfig`` asks for (``level_method``, ``design_model``,
+        ``design_min_confidence``); ``llm`` is asked only when ``cfg.level_llm`` is on."""
+        model = DesignModel.load(cfg.design_model) if cfg.level_method == "trained" else None
+        return cls(cfg.levels, cfg.unknown_level, llm if cfg.level_llm else None, model, cfg.design_min_confidence,
+                   cfg.design_min_support)
 
     def _level(self, design: str) -> int:
         return int(self.levels.get(design, self.unknown_level))
@@ -121,7 +150,13 @@ class EvidenceLeveler:
         d = design_from_metadata(source_type, publication_types)
         if d is not None:
             return EvidenceLevel(self._level(d), d, "metadata")
+        best = None
         d = detect_design(f"{title}\n{text}")
+        if self.model is not None:
+            p = self.model.proba(f"{title}\n{text}", source_type)
+            best = max(p, key=p.get)
+            if p[best] >= self.min_confidence and (d is None or d in self.judged):
+                return EvidenceLevel(self._level(best), best, "model")
         if d is not None:
             return EvidenceLevel(self._level(d), d, "text")
         if self.llm is not None:
@@ -136,4 +171,6 @@ class EvidenceLeveler:
                     return EvidenceLevel(self._level(out["design"]), out["design"], "llm")
             except LLMError:
                 pass  # recorded as default below; the model's failure does not sink the passage
+        if best is not None:
+            return EvidenceLevel(self._level(best), best, "model")
         return EvidenceLevel(self.unknown_level, "unknown", "default")

@@ -24,8 +24,9 @@ def model_errors() -> tuple[type[BaseException], ...]:
     from medr2.store.layout import BackendError
     from medr2.index.dense import EncoderError
     from medr2.index.splade import SpladeError
+    from medr2.search.cross_encoder import CrossEncoderError
 
-    return (EncoderError, SpladeError, BackendError, sqlite3.Error, psycopg.Error)
+    return (EncoderError, SpladeError, CrossEncoderError, BackendError, sqlite3.Error, psycopg.Error)
 
 
 def fail(msg: str, code: int = EXIT_FAIL) -> NoReturn:

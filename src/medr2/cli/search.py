@@ -58,6 +58,8 @@ def _print_hits(result) -> None:
             parts.append(f"splade={s['splade']:.2f}#{s['splade_rank']}")
         if s.get("rerank") is not None:
             parts.append(f"rerank={s['rerank']:.3f}")
+        if s.get("relevance") is not None:
+            parts.append(f"relevance={s['relevance']:.2f}")
         click.echo(f"\n{n:>2}. [{h.source_type.value}] {h.title}" + (f" ({h.year})" if h.year else ""))
         click.echo(f"    {h.passage_id}  doc={h.doc_id}  " + " ".join(p for p in parts if p))
         if h.heading_path:

@@ -54,11 +54,13 @@ class FusionConfig(Section):
 
 
 class RerankConfig(Section):
-    # "" keeps the fused order; otherwise a sentence-transformers CrossEncoder name or path
-    # (e.g. BAAI/bge-reranker-v2-m3 for users who have it).
-    cross_encoder: str = ""
-    top_n: int = 50
-    batch_size: int = 16
+    # "bundled:medr2-reranker": medr2's cross-encoder (shipped; `medr2 train-reranker` rebuilds
+    # it); a directory written by that command; a sentence-transformers CrossEncoder name or path
+    # (e.g. BAAI/bge-reranker-v2-m3 for users who have it); "" keeps the fused order.
+    cross_encoder: str = "bundled:medr2-reranker"
+    # Fused candidates the reranker reads (ours: 30 meets the 300 ms budget on 2 cores).
+    top_n: int = 30
+    batch_size: int = 32
 
 
 class QueryConfig(Section):

@@ -78,6 +78,19 @@ class AppraiseConfig(Section):
     llm_rerank: bool = False  # P("yes, relevant") from the generator as the coarse reranker
     # Fine score F = f_h * f_g * (1 + alpha * f_u), alpha = 1 (Med-R2).
     alpha: float = Field(1.0, ge=0)
+    # Fine order (issue 34; medr2.appraise.order). "relevance": key = logit(relevance) + w * ln F,
+    # so the coarse reranker's calibrated relevance decides between clearly different passages
+    # and F orders comparably relevant ones; rows without a relevance score keep the coarse
+    # order (with a note). "paper": Med-R2's order by F alone (the ablation row).
+    order: Literal["relevance", "paper"] = "relevance"
+    # w above. PROVISIONAL (our choice, not yet calibrated): to be chosen on the reranker's dev
+    # split by the retrieval section of bench/pipeline.py. At 0.3 a guideline over an expert
+    # opinion (F ratio ~20, 0.9 in the key) overturns a relevance gap of 0.5 vs 0.3, not 0.9 vs 0.5.
+    relevance_weight: float = Field(0.3, ge=0)
+    # Rows whose relevance is below this never reach the context ("dropped: not relevant").
+    # PROVISIONAL (our choice, not yet calibrated): to be chosen on the reranker's dev split with
+    # the weight above. Applied by the "relevance" order only.
+    relevance_floor: float = Field(0.05, ge=0, lt=1)
     levels: dict[str, int] = Field(default_factory=_default_levels)
 
     @field_validator("levels")
@@ -89,9 +102,30 @@ class AppraiseConfig(Section):
         return v
     unknown_level: int = Field(9, ge=1, le=9)  # no metadata, no design cue and no LLM verdict
     level_llm: bool = False  # ask the generator when metadata and text cues are silent
-    # f_g: "embedding" (zero-shot similarity to type descriptions) or "llm" (label distribution).
-    doc_type_method: Literal["embedding", "llm"] = "embedding"
-    doc_type_temperature: float = Field(0.05, gt=0)  # softmax temperature over cosine similarities
+    # Study design without metadata (issue 34): "trained" reads the text with the design model
+    # (medr2/models/design, `medr2 train-design`: TF-IDF + logistic regression on weak labels from
+    # PubMedQA MeSH headings, design wording and case reports) beside the cue rules; "cues" is the
+    # cue rules alone (the detector before issue 34).
+    level_method: Literal["trained", "cues"] = "trained"
+    design_model: str = ""  # "" = the shipped model; else a design.npz written by `medr2 train-design`
+    # A model verdict at least this sure wins over the cues; below it the cues decide when they
+    # fire, then the LLM (level_llm), then the model's best guess. Chosen by `medr2 train-design`
+    # on its dev split (61 MeSH-labelled PubMedQA abstracts; medr2/models/design/card.json:
+    # 0.3-0.6 tie at 0.738 design accuracy, ties go to the higher value; cues alone 0.557).
+    design_min_confidence: float = Field(0.6, ge=0, le=1.01)
+    # The model overrules a cue only when the cue names a design it was trained on with at least
+    # this many examples (our choice; medr2/models/design/card.json "per_design": meta-analysis 2,
+    # systematic review 1, and no expert opinion, case series or non-randomised trial).
+    design_min_support: int = Field(10, ge=1)
+    # f_g: "trained" (logistic regression on the passage's stored MiniLM vector, weak labels from
+    # public data; medr2/models/doc_type, `medr2 train-doctype`; its softmax temperature is in the
+    # artefact, chosen on its dev split), "embedding" (zero-shot similarity to type descriptions)
+    # or "llm" (the generator's label distribution).
+    # "auto" (default): "trained" when the index's encoder is the one the model was trained on
+    # (the bundled MiniLM), else "embedding" (e.g. a multilingual-e5 index); "trained" insists.
+    doc_type_method: Literal["auto", "trained", "embedding", "llm"] = "auto"
+    doc_type_model: str = ""  # "" = the shipped model; else a doc_type.npz written by `medr2 train-doctype`
+    doc_type_temperature: float = Field(0.05, gt=0)  # "embedding" only: softmax temperature over cosine similarities
     # f_u: proxy LM loss drop on a reference answer; "draft" = the generator's own answer
     # without evidence (never gold labels, as in the paper).
     usefulness: bool = True

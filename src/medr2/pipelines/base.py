@@ -18,7 +18,7 @@ from medr2.apply.answer import ANSWER_MODES, Answer, EvidenceItem, answer_schema
 from medr2.apply.context import evidence_budget, pack_rows
 from medr2.apply.loglik import LoglikAnswerer
 from medr2.apply.prompts import draft_messages
-from medr2.formulate.formulator import Formulation
+from medr2.formulate.formulator import Formulation, query_text
 from medr2.formulate.language import language_refusal, question_language, target_language
 from medr2.llm.base import LLMError, Usage, stage, structured, track
 from medr2.schema import AskResult, EvidenceRow, Hit
@@ -53,6 +53,9 @@ class Method:
             raise ValueError(f"answer mode is one of {', '.join(ANSWER_MODES)}, not {answer_mode!r}")
         self.engine, self.name, self.s, self.answer_mode = engine, name, spec, answer_mode
         self.exclude_docs: frozenset[str] = frozenset()
+        # the question itself, retrieved beside a same-language reformulation and read by the
+        # coarse reranker (set per question by gated_formulate)
+        self.anchor: Optional[str] = None
         if rounds is not None and rounds > 1 and not self.iterate:
             raise ValueError(f"--rounds applies to the iterating pipeline (medr2), not to {name}")
         self.rounds = rounds if rounds is not None else (engine.config.assess.max_rounds if self.iterate else 1)
@@ -65,6 +68,7 @@ class Method:
         evaluation question's own source)."""
         e, cfg = self.engine, self.engine.config
         self.exclude_docs = frozenset(exclude_docs)
+        self.anchor = None
         question = validate_query(question, cfg.query.max_question_chars, "query.max_question_chars")
         options = validate_options(options)
         usage = Usage()
@@ -97,20 +101,27 @@ class Method:
                                     "(medr2 ingest PATH --index DIR).", insufficient=True, method="rule"))
             return None
         qlang = question_language(question)
-        f = self.formulate(question, res, target_language(qlang, langs))
+        target = target_language(qlang, langs)
+        f = self.formulate(question, res, target)
         refusal = language_refusal(qlang, langs, res.reformulation.get("method"), f.query)
         if refusal:
             self.finish(res, Answer(refusal, insufficient=True, method="rule"))
             return None
+        if f.reformulation is not None and not target:
+            # a reformulation in the question's language expands retrieval instead of replacing
+            # the question (issue 34: it must not lower recall); a translation replaces it
+            self.anchor = query_text(question, max_chars=self.engine.config.query.max_query_chars)
         return f
 
     def retrieve(self, query: str, notes: list[str]) -> list[Hit]:
-        """The hybrid pool of ``query`` cut to the coarse k by the coarse reranker."""
+        """The hybrid pool of ``query`` (fused with the question's own pool when a reformulation
+        expands it) cut to the coarse k by the coarse reranker, which reads the question."""
         e, k = self.engine, self.engine.config.appraise.coarse_k
+        queries = [query] + ([self.anchor] if self.anchor and self.anchor != query else [])
         with stage("retrieve"):
-            pool = e.retrieve(query, k, self.exclude_docs)
+            pool = e.retrieve(queries, k, self.exclude_docs)
         with stage("coarse_rerank"):
-            return e.rerank(query, pool, k, notes)
+            return e.rerank(self.anchor or query, pool, k, notes)
 
     def budget(self) -> int:
         return evidence_budget(self.engine.config, self.engine.generator)

@@ -21,7 +21,7 @@ from medr2.apply.answer import CitedAnswerer
 from medr2.apply.context import token_counter
 from medr2.appraise.appraiser import Appraiser
 from medr2.appraise.conflicts import LLMConflicts, RuleConflicts
-from medr2.appraise.doc_type import EmbeddingDocTyper, LLMDocTyper
+from medr2.appraise.doc_type import doc_typer_for
 from medr2.appraise.evidence_level import EvidenceLeveler
 from medr2.appraise.usefulness import UsefulnessScorer
 from medr2.config import Config
@@ -51,8 +51,7 @@ class Engine:
         self.formulator = Formulator.build(cfg, generator)
         coarse = LLMPointwiseReranker(generator) if (cfg.appraise.llm_rerank and generator is not None) else None
         self.searcher = HybridSearcher(index, cfg, reranker=coarse or load_reranker(cfg.rerank, cfg.dense.device))
-        self.leveler = EvidenceLeveler(cfg.appraise.levels, cfg.appraise.unknown_level,
-                                       generator if cfg.appraise.level_llm else None)
+        self.leveler = EvidenceLeveler.from_config(cfg.appraise, generator)
         self.count_tokens = token_counter(generator)
         self._appraiser: Optional[Appraiser] = None
         self._graph = None
@@ -83,12 +82,13 @@ class Engine:
         """Med-R2's fine rerank: evidence level, document-type fit, usefulness, conflicts."""
         if self._appraiser is None:
             a = self.config.appraise
-            typer = (LLMDocTyper(self.generator) if a.doc_type_method == "llm" and self.generator is not None
-                     else EmbeddingDocTyper(self.index.encoder, a.doc_type_temperature))
+            typer = doc_typer_for(a, self.index.encoder, self.generator)
             useful = UsefulnessScorer(self.scorer) if (a.usefulness and self.scorer is not None) else None
             conflicts = {"rules": RuleConflicts(), "off": None}.get(a.conflicts) if a.conflicts != "llm" else (
                 LLMConflicts(self.generator) if self.generator is not None else RuleConflicts())
-            self._appraiser = Appraiser(self.leveler, typer, useful, conflicts, a.expected_doc_types, a.alpha)
+            self._appraiser = Appraiser(self.leveler, typer, useful, conflicts, a.expected_doc_types, a.alpha,
+                                        order=a.order, relevance_weight=a.relevance_weight,
+                                        relevance_floor=a.relevance_floor)
         return self._appraiser
 
     @property
@@ -127,9 +127,11 @@ class Engine:
         return {"generator": getattr(self.generator, "name", None), "scorer": getattr(self.scorer, "name", None),
                 "dense": self.config.dense.model, "coarse_reranker": self.searcher.reranker.name}
 
-    def retrieve(self, query: str, k: int, exclude_docs: frozenset[str] = frozenset()) -> list[Hit]:
-        """The fused pool of ``query`` (search's one fusion path, Milvus's server-side RRF included)."""
-        return self.searcher.pool(query, k, exclude_docs=exclude_docs)
+    def retrieve(self, query: str | list[str], k: int, exclude_docs: frozenset[str] = frozenset()) -> list[Hit]:
+        """The fused pool of ``query`` (search's one fusion path, Milvus's server-side RRF
+        included); several queries (a question and its reformulation) are fused by rank."""
+        queries = [query] if isinstance(query, str) else list(query)
+        return self.searcher.pool_many(queries, k, exclude_docs=exclude_docs)
 
     def rerank(self, query: str, hits: list[Hit], k: int, notes: list[str]) -> list[Hit]:
         """The coarse rerank to ``k``; a failing LLM reranker keeps the fused order, with a note."""

