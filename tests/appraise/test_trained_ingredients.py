@@ -190,7 +190,7 @@ def test_design_training_and_leveler(tiny, tmp_path):
 
 def test_shipped_models_load_and_defaults_use_them():
     a = AppraiseConfig()
-    assert a.doc_type_method == "trained" and a.level_method == "trained"
+    assert a.doc_type_method == "auto" and a.level_method == "trained"
     m = DocTypeModel.load()
     assert m.weights.shape == (16, 384) and m.meta["encoder"].lower() == "bundled:all-minilm-l6-v2"
     p = m.proba(np.ones((2, 384), dtype=np.float32) / np.sqrt(384))
@@ -206,6 +206,11 @@ def test_doc_typer_switch(encoder):
     assert isinstance(doc_typer_for(a.model_copy(update={"doc_type_method": "embedding"}), encoder), EmbeddingDocTyper)
     llm = object()
     assert isinstance(doc_typer_for(a.model_copy(update={"doc_type_method": "llm"}), encoder, llm), LLMDocTyper)
+    # "auto" (the default) uses the trained model only on the encoder it was trained on
+    other = type("E", (), {"name": "bundled:multilingual-e5-small", "dim": 384})()
+    assert isinstance(doc_typer_for(a, other), EmbeddingDocTyper)
+    with pytest.raises(ValueError, match="doc_type_method"):
+        doc_typer_for(a.model_copy(update={"doc_type_method": "trained"}), other)
 
 
 def test_missing_artefacts_and_wrong_encoder_are_clear_errors(tmp_path):

@@ -61,6 +61,9 @@ class RerankConfig(Section):
     # Fused candidates the reranker reads (ours: 30 meets the 300 ms budget on 2 cores).
     top_n: int = 30
     batch_size: int = 32
+    # medr2's own cross-encoder: int8 dynamic quantisation of its linear layers (about half the
+    # CPU time; bench/README.md measures both and what int8 costs in nDCG@10).
+    quantize: bool = True
 
 
 class QueryConfig(Section):

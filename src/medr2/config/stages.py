@@ -83,14 +83,14 @@ class AppraiseConfig(Section):
     # and F orders comparably relevant ones; rows without a relevance score keep the coarse
     # order (with a note). "paper": Med-R2's order by F alone (the ablation row).
     order: Literal["relevance", "paper"] = "relevance"
-    # w above. PROVISIONAL (our choice, not yet calibrated): to be chosen on the reranker's dev
-    # split by the retrieval section of bench/pipeline.py. At 0.3 a guideline over an expert
-    # opinion (F ratio ~20, 0.9 in the key) overturns a relevance gap of 0.5 vs 0.3, not 0.9 vs 0.5.
-    relevance_weight: float = Field(0.3, ge=0)
+    # w above. Chosen on 401 dev queries (the shipped reranker's dev side; never benchmark
+    # questions) by bench/tune_relevance.py's rule: the largest w within 0.005 nDCG@10 of the
+    # best. At 1.0 a 20-fold F ratio (guideline over expert opinion) is 3 logits in the key.
+    relevance_weight: float = Field(1.0, ge=0)
     # Rows whose relevance is below this never reach the context ("dropped: not relevant").
-    # PROVISIONAL (our choice, not yet calibrated): to be chosen on the reranker's dev split with
-    # the weight above. Applied by the "relevance" order only.
-    relevance_floor: float = Field(0.05, ge=0, lt=1)
+    # Chosen by the same script: the largest floor that keeps context Recall@10 within 0.01 of
+    # no floor. Applied by the "relevance" order only.
+    relevance_floor: float = Field(0.02, ge=0, lt=1)
     levels: dict[str, int] = Field(default_factory=_default_levels)
 
     @field_validator("levels")

@@ -43,9 +43,8 @@ class FusedOrder:
 
 def _set_scores(hits: list[Hit], raw, relevance, top_n: int) -> list[Hit]:
     for h, s, p in zip(hits, raw, relevance):
-        h.scores["rerank"] = round(float(s), 6)
+        h.score = h.scores["rerank"] = round(float(s), 6)
         h.scores["relevance"] = round(float(p), 6)
-        h.score = float(s)
     return sorted(hits, key=lambda h: -h.score)[:top_n]
 
 
@@ -79,10 +78,10 @@ class CrossEncoderReranker:
 class MedR2Reranker:
     """medr2's own cross-encoder (:mod:`medr2.search.cross_encoder`), calibrated relevance."""
 
-    def __init__(self, spec: str, batch_size: int = 32):
+    def __init__(self, spec: str, batch_size: int = 32, quantize: bool = True):
         from medr2.search.cross_encoder import load_cross_encoder
 
-        self.model = load_cross_encoder(spec, batch_size=batch_size)
+        self.model = load_cross_encoder(spec, quantize=quantize, batch_size=batch_size)
         self.name = self.model.name
 
     def rerank(self, query: str, hits: list[Hit], top_n: int) -> list[Hit]:
@@ -98,5 +97,5 @@ def load_reranker(cfg: RerankConfig, device: str = "cpu") -> Reranker:
     from medr2.search.cross_encoder import is_model_dir
 
     if cfg.cross_encoder.lower() == "bundled:medr2-reranker" or is_model_dir(cfg.cross_encoder):
-        return MedR2Reranker(cfg.cross_encoder, cfg.batch_size)
+        return MedR2Reranker(cfg.cross_encoder, cfg.batch_size, cfg.quantize)
     return CrossEncoderReranker(cfg.cross_encoder, cfg.batch_size, device)
