@@ -207,7 +207,8 @@ def test_doc_typer_switch(encoder):
     llm = object()
     assert isinstance(doc_typer_for(a.model_copy(update={"doc_type_method": "llm"}), encoder, llm), LLMDocTyper)
     # "auto" (the default) uses the trained model only on the encoder it was trained on
-    other = type("E", (), {"name": "bundled:multilingual-e5-small", "dim": 384})()
+    other = type("E", (), {"name": "bundled:multilingual-e5-small", "dim": 384,
+                           "encode_passages": lambda self, t: np.ones((len(t), 384), dtype=np.float32)})()
     assert isinstance(doc_typer_for(a, other), EmbeddingDocTyper)
     with pytest.raises(ValueError, match="doc_type_method"):
         doc_typer_for(a.model_copy(update={"doc_type_method": "trained"}), other)

@@ -90,7 +90,7 @@ def run(name, hits, **appraise):
 
 
 def test_fine_rerank_orders_by_relevance_and_keeps_irrelevant_rows_out_of_the_context():
-    res = run("+reranker", [GUIDELINE, ENTRY, TRIAL])
+    res = run("+reranker", [GUIDELINE, ENTRY, TRIAL], relevance_floor=0.05, relevance_weight=0.3)
     assert [r.passage_id for r in res.evidence] == ["trial", "guideline", "entry"]
     assert [r.passage_id for r in res.evidence if r.kept] == ["trial"]
     assert res.evidence[0].relevance == 0.92 and res.evidence[0].F is not None
@@ -107,7 +107,7 @@ def test_paper_order_restores_F_and_packs_the_off_topic_guideline_first():
 
 
 def test_when_nothing_passes_the_floor_the_answer_says_so():
-    res = run("+reranker", [GUIDELINE, ENTRY])
+    res = run("+reranker", [GUIDELINE, ENTRY], relevance_floor=0.05)
     assert res.insufficient and not any(r.kept for r in res.evidence)
     assert "no passage passed the relevance floor (0.05): all 2 dropped as not relevant; answered without evidence" \
         in res.notes

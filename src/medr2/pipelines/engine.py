@@ -8,7 +8,7 @@ Example (an empty index, no generator: the coarse order is the fused one)::
     >>> index = Index.open(tempfile.mkdtemp() + "/index", create=True)
     >>> e = Engine(index, index.config, generator=None, scorer=None)
     >>> e.model_names()["coarse_reranker"], e.index_languages()
-    ('fused', set())
+    ('bundled:medr2-reranker', set())
     >>> e.close()
 """
 
