@@ -46,6 +46,7 @@ from medr2.index.index import Index  # noqa: E402
 from medr2.ingest.pipeline import ingest  # noqa: E402
 from medr2.search.fusion import fuse  # noqa: E402
 from medr2.search.hybrid import HybridSearcher  # noqa: E402
+from medr2.search.rerank import FusedOrder  # noqa: E402
 from medr2.formulate.train import split_of  # noqa: E402
 from medr2.search.rerank_data import MEDQUAD_HELD_OUT  # noqa: E402
 
@@ -264,7 +265,7 @@ def main() -> int:
 
     # 3. quality and latency
     rng = random.Random(7)
-    searcher = HybridSearcher(idx)
+    searcher = HybridSearcher(idx, reranker=FusedOrder())  # candidates only; the reranker is section 4's
     results = {}
     lat_all = []
     for task, qs in gold.items():

@@ -57,11 +57,9 @@ def train_doctype(data, out_dir, seed, per_label, per_source, dev_fraction, dens
         card = train_doc_typer(root, Path(out_dir), seed=seed, dev_fraction=dev_fraction, per_label=per_label,
                                per_source=per_source, dense_model=dense_model, log=lambda m: click.echo(m, err=True),
                                progress=sys.stderr.isatty())
-    except EncoderError as e:
+    except (EncoderError, WeakLabelError, ValueError) as e:
         fail(str(e), EXIT_USAGE)
-    except (WeakLabelError, ValueError) as e:
-        fail(str(e), EXIT_USAGE)
-    click.echo(json.dumps({k: card[k] for k in ("examples", "train", "dev", "c", "temperature", "dev", "seconds")},
+    click.echo(json.dumps({k: card[k] for k in ("examples", "train", "dev", "c", "temperature", "seconds")},
                           indent=2))
 
 
