@@ -6,7 +6,8 @@ This module only assembles the application: it loads the models once
 :class:`~medr2.serve.state.ServeState` (``app.state.serve``), adds the body-size limit, the
 metrics and the log line, and includes the routers of :mod:`medr2.serve.routes`, one module per
 resource (health and page, ask, search and passages, documents and jobs, knowledge graph). The
-request bodies are in :mod:`medr2.serve.models`, the auth rules in :mod:`medr2.serve.deps`.
+request bodies are in :mod:`medr2.serve.models`, the auth rules in :mod:`medr2.serve.deps`, the
+body limit and the validation errors in :mod:`medr2.serve.guards`.
 
 Reads (ask, search, passages, documents, graph) are open unless ``serve.protect_reads``; writes
 (uploads, removals) and reviews need ``Authorization: Bearer <token>`` with the token from the
@@ -31,19 +32,16 @@ from pathlib import Path
 from typing import Optional
 
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from medr2.config import Config
+from medr2.serve.guards import BODY_LIMIT, BodyLimit, body_cap, validation_error
 from medr2.serve.routes import ROUTERS
-from medr2.serve.state import EngineHolder, ServeState
+from medr2.serve.state import EngineHolder, ServeState, index_stamp
 
 log = logging.getLogger("medr2.serve")
-BODY_LIMIT = 1 << 20  # JSON bodies; uploads have serve.max_upload_mb
-
-
-def body_cap(path: str, max_upload_mb: int) -> int:
-    """The most bytes a request to ``path`` may send: an upload plus its multipart framing, or 1 MiB."""
-    return max_upload_mb * 1024 * 1024 + (1 << 16) if path == "/documents" else BODY_LIMIT
+__all__ = ["BODY_LIMIT", "body_cap", "create_app"]
 
 
 def create_app(index_dir: str | Path, config: Optional[Config] = None, generator: Optional[str] = None,
@@ -69,7 +67,8 @@ def create_app(index_dir: str | Path, config: Optional[Config] = None, generator
     def new_engine() -> Engine:
         return Engine(Index.open(index_dir, config), cfg, models.generator, models.scorer, models.cache)
 
-    st = ServeState.build(index_dir, cfg, config, models, EngineHolder(new_engine),
+    holder = EngineHolder(new_engine, lambda e: index_stamp(e.index))  # reopens after other processes' writes
+    st = ServeState.build(index_dir, cfg, config, models, holder,
                           token=os.environ.get(cfg.serve.token_env) or "")
 
     @asynccontextmanager
@@ -82,21 +81,13 @@ def create_app(index_dir: str | Path, config: Optional[Config] = None, generator
     app.state.serve = st
     app.state.holder, app.state.jobs, app.state.metrics, app.state.config = st.holder, st.jobs, st.metrics, cfg
     # the last added middleware runs first: observe sees the body limit's 413s too
-    app.middleware("http")(limit_body)
+    app.add_middleware(BodyLimit, max_upload_mb=cfg.serve.max_upload_mb)
     app.middleware("http")(observe)
     for router in ROUTERS:
         app.include_router(router)
     app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
     return app
-
-
-async def limit_body(request: Request, call_next):
-    """413 before reading a body whose Content-Length is over :func:`body_cap` (or not a number)."""
-    n = request.headers.get("content-length")
-    cap = body_cap(request.url.path, request.app.state.serve.sv.max_upload_mb)
-    if n is not None and (not n.isdigit() or int(n) > cap):
-        return JSONResponse({"detail": f"request body of {n} bytes is over the limit of {cap} bytes"}, 413)
-    return await call_next(request)
 
 
 async def observe(request: Request, call_next):

@@ -1,8 +1,10 @@
 """Request bodies of the HTTP API, and the answer modes it offers.
 
-Bodies refuse unknown fields (422). ``mode`` is one of the API's names in :data:`MODES`, each
-the name of a method in the registry ``medr2.pipelines.PIPELINES``; :func:`check_modes` holds
-them to it when the application is built.
+Bodies refuse unknown fields (422), strings that are not valid Unicode (a lone surrogate such as
+``"\\ud800"``, which JSON lets through; pydantic refuses it, and the 422 leaves the input out, see
+:mod:`medr2.serve.guards`), and a search whose ``year_min`` is after its ``year_max``. ``mode``
+is one of the API's names in :data:`MODES`, each the name of a method in the registry
+``medr2.pipelines.PIPELINES``; :func:`check_modes` holds them to it when the application is built.
 
 Example::
 
@@ -12,13 +14,21 @@ Example::
     'vanilla_rag'
     >>> SearchBody(query="metformin", k=3).model_dump()["source_types"]
     []
+    >>> from pydantic import ValidationError
+    >>> for bad in ({"query": "\\ud800abc"}, {"query": "x", "year_min": 2020, "year_max": 2010}):
+    ...     try:
+    ...         SearchBody(**bad)
+    ...     except ValidationError as e:
+    ...         print(e.errors()[0]["msg"])
+    Input should be a valid string, unable to parse raw data as a unicode string
+    Value error, year_min (2020) is after year_max (2010): no document can match
 """
 
 from __future__ import annotations
 
 from typing import Literal, Mapping, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 MODES: dict[str, str] = {"medr2": "medr2", "kg": "kg", "vanilla": "vanilla_rag"}
 """The API's mode names -> registered pipeline names (``ask`` mode ``vanilla`` runs ``vanilla_rag``)."""
@@ -59,6 +69,12 @@ class SearchBody(_Body):
     year_min: Optional[int] = None
     year_max: Optional[int] = None
     languages: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _years_in_order(self) -> "SearchBody":
+        if self.year_min is not None and self.year_max is not None and self.year_min > self.year_max:
+            raise ValueError(f"year_min ({self.year_min}) is after year_max ({self.year_max}): no document can match")
+        return self
 
 
 class ReviewBody(_Body):

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, Optional
 
 if TYPE_CHECKING:
     from medr2.config import Config, ServeConfig
@@ -85,10 +85,16 @@ class Metrics:
 class EngineHolder:
     """The current engine; a write (ingestion, removal) retires it and the next request opens a
     fresh one over the changed index. A retired engine closes once its last request ends. The
-    models and the call cache are shared across engines (loaded once)."""
+    models and the call cache are shared across engines (loaded once).
 
-    def __init__(self, factory: Callable[[], Any]):
+    ``stamp(engine)``, when given, tells whether the index changed under the engine (another
+    process wrote it): each request compares it with the stamp taken when the engine opened
+    and, when they differ, retires the engine as a write here does."""
+
+    def __init__(self, factory: Callable[[], Any], stamp: Optional[Callable[[Any], Hashable]] = None):
         self._factory = factory
+        self._stamp = stamp
+        self._seen: Hashable = None
         self._lock = threading.Lock()
         self._engine = None
         self._refs: dict[int, int] = defaultdict(int)
@@ -97,8 +103,11 @@ class EngineHolder:
     @contextmanager
     def use(self) -> Iterator[Any]:
         with self._lock:
+            if self._engine is not None and self._stamp is not None and self._stamp(self._engine) != self._seen:
+                self._retire()
             if self._engine is None:
                 self._engine = self._factory()
+                self._seen = self._stamp(self._engine) if self._stamp is not None else None
             e = self._engine
             self._refs[id(e)] += 1
         try:
@@ -111,12 +120,16 @@ class EngineHolder:
 
     def reload(self) -> None:
         with self._lock:
-            old, self._engine = self._engine, None
-            if old is not None:
-                if self._refs[id(old)] == 0:
-                    self._close(old)
-                else:
-                    self._retired[id(old)] = old
+            self._retire()
+
+    def _retire(self) -> None:
+        """Drop the current engine (the caller holds the lock); it closes when no request uses it."""
+        old, self._engine = self._engine, None
+        if old is not None:
+            if self._refs[id(old)] == 0:
+                self._close(old)
+            else:
+                self._retired[id(old)] = old
 
     @staticmethod
     def _close(e) -> None:
@@ -126,6 +139,28 @@ class EngineHolder:
 
     def close(self) -> None:
         self.reload()
+
+
+def index_stamp(index: "Index") -> tuple:
+    """What every committed write changes, from whichever process: the live segment list, the
+    highest passage row id (additions, replacements) and the number of documents (removals)."""
+    db = index.store.db
+    top = db.execute("SELECT MAX(rowid) FROM passages").fetchone()[0]
+    docs = db.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+    return tuple(index.store.segments()), top, docs
+
+
+class WriterBusy(RuntimeError):
+    """Another process holds the index's writer lock (an ingestion or a removal is running)."""
+
+
+class JobFailed(Exception):
+    """Raised by a job that could not do its work: the job is ``failed`` with this message as its
+    error and ``detail`` as its detail."""
+
+    def __init__(self, message: str, detail: dict[str, Any]):
+        super().__init__(message)
+        self.detail = detail
 
 
 @dataclass
@@ -160,6 +195,8 @@ class Jobs:
                 try:
                     job.detail = fn(job)
                     job.status = "done"
+                except JobFailed as e:
+                    job.status, job.error, job.detail = "failed", str(e), e.detail
                 except Exception as e:  # reported through GET /jobs/{id}
                     job.status, job.error = "failed", f"{type(e).__name__}: {e}"
                 finally:
@@ -223,10 +260,27 @@ class ServeState:
         return bool(self.token)
 
     def open_index(self, writable: bool = False) -> "Index":
-        """The index opened as the engine opens it (a writer for ingestion and removal)."""
-        from medr2.index.index import Index
+        """The index opened as the engine opens it (a writer for ingestion and removal); a writer
+        raises :class:`WriterBusy` while another process holds the writer lock."""
+        from medr2.index.index import Index, IndexError_
 
-        return Index.open(self.index_dir, self.open_config, writable=writable)
+        try:
+            return Index.open(self.index_dir, self.open_config, writable=writable)
+        except IndexError_:
+            if writable and self.writer_busy():
+                raise WriterBusy("the index is being written by another process (an ingestion or a removal); "
+                                 "retry when it has finished") from None
+            raise
+
+    def writer_busy(self) -> bool:
+        """Whether a writer, in any process, holds the index's lock now."""
+        from medr2.locks import try_lock
+
+        probe = try_lock(self.index_dir / ".lock", shared=True)
+        if probe is None:
+            return True
+        probe.close()
+        return False
 
     def close(self) -> None:
         """At shutdown: drop queued answers, close the engines, then the shared call cache."""

@@ -4,11 +4,18 @@ one file, ingested by a background job, 202), ``GET /jobs/{job_id}`` (that job's
 the knowledge graph when the index has one and then retires the engine, so the next request
 reads the changed index.
 
-Uploads are at most ``serve.max_upload_mb``; the file name must be plain (letters, digits,
-``.``, ``-``, ``_``, spaces; no leading dot)::
+Uploads are at most ``serve.max_upload_mb``, of a type a loader of :mod:`medr2.ingest.loaders`
+reads (else 415); the file name must be plain (letters, digits, ``.``, ``-``, ``_``, spaces; no
+leading dot)::
 
     >>> safe_name("guideline 2024.pdf"), safe_name("../../etc/passwd"), safe_name(".env")
     ('guideline 2024.pdf', 'passwd', None)
+    >>> ".pdf" in upload_suffixes(), ".exe" in upload_suffixes()
+    (True, False)
+
+An upload job whose file could not be ingested ends ``failed``; its messages name the uploaded
+file, never a path on the server. A write while another process writes the index is refused
+with 409 (a removal) or fails its job (an upload).
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from typing import Any, Optional
 from fastapi import APIRouter, Depends, File, HTTPException, Query, UploadFile
 
 from medr2.serve.deps import State, reader, writer
-from medr2.serve.state import ServeState
+from medr2.serve.state import JobFailed, ServeState, WriterBusy
 
 _SAFE_NAME = re.compile(r"^[\w][\w.\- ]{0,120}$")
 
@@ -35,6 +42,13 @@ def safe_name(filename: Optional[str]) -> Optional[str]:
     if not name or not _SAFE_NAME.match(name) or name.startswith(".") or ".." in name:
         return None
     return name
+
+
+def upload_suffixes() -> list[str]:
+    """The file name endings the loaders read, sorted (what an upload may end with)."""
+    from medr2.ingest.loaders.base import loaders
+
+    return sorted({s for loader in loaders().values() for s in loader.suffixes})
 
 
 @router.get("/documents", dependencies=[Depends(reader)])
@@ -53,6 +67,10 @@ async def upload(st: State, file: UploadFile = File(...)) -> dict[str, Any]:
     name = safe_name(file.filename)
     if name is None:
         raise HTTPException(400, f"unsafe file name {file.filename!r}: use letters, digits, '.', '-', '_'")
+    suffix = Path(name).suffix.lower()
+    if suffix not in upload_suffixes():
+        raise HTTPException(415, f"unsupported file type {suffix or '(no extension)'!r}; upload one of: "
+                                 f"{', '.join(upload_suffixes())}")
     sv = st.sv
     limit = sv.max_upload_mb * 1024 * 1024
     job_dir = Path(tempfile.mkdtemp(prefix="medr2-upload-"))  # outside the index: ingestion skips its own dir
@@ -70,17 +88,27 @@ async def upload(st: State, file: UploadFile = File(...)) -> dict[str, Any]:
         shutil.rmtree(job_dir, ignore_errors=True)
         raise HTTPException(400, f"{name} is empty")
 
+    def scrub(text: str) -> str:
+        """``text`` with the server's paths replaced by the upload's name."""
+        return text.replace(str(dest), name).replace(str(job_dir), "upload").replace(str(st.index_dir), "the index")
+
     def ingest_job(job) -> dict[str, Any]:
         from medr2.ingest.pipeline import ingest as run_ingest
 
+        detail: dict[str, Any] = {"file": name, "bytes": size}
         try:
             with st.open_index(writable=True) as idx:
                 rep = run_ingest(idx, [dest], progress=False)
+        except Exception as e:  # reported by the job, without server paths
+            why = str(e) if isinstance(e, WriterBusy) else f"{type(e).__name__}: {e}"
+            raise JobFailed(f"{name} was not ingested: {scrub(why)}", detail) from None
         finally:
             shutil.rmtree(job_dir, ignore_errors=True)
-        detail = {"file": name, "bytes": size, "status": rep.status, "documents_added": rep.documents_added,
-                  "passages_added": rep.passages_added,
-                  "problems": [str(p) for p in rep.failed_files + rep.record_problems][:20]}
+        found = rep.failed_files + rep.record_problems
+        detail.update(status=rep.status, documents_added=rep.documents_added, passages_added=rep.passages_added,
+                      problems=[scrub(str(p)) for p in found][:20])
+        if rep.status == "failed":
+            raise JobFailed(f"{name} was not ingested: " + "; ".join(scrub(p.reason) for p in found[:3]), detail)
         detail["kg"] = sync_kg(st)
         st.holder.reload()
         return detail
@@ -129,4 +157,7 @@ def delete_document(doc_id: str, st: State) -> dict[str, Any]:
         st.holder.reload()
         return {"removed": doc_id, "passages": n, "kg": kg}
 
-    return st.jobs.run_now(remove)
+    try:
+        return st.jobs.run_now(remove)
+    except WriterBusy as e:
+        raise HTTPException(409, str(e)) from None

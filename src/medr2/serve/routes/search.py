@@ -17,10 +17,22 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException
 
 from medr2.serve.deps import State, reader
+from medr2.serve.guards import short
 from medr2.serve.models import SearchBody
 from medr2.serve.routes.kg import triple_brief
 
 router = APIRouter(dependencies=[Depends(reader)])
+
+
+def check_languages(store, languages: list[str]) -> None:
+    """422 naming the ``languages`` the index holds no passage in (a filter on them finds nothing)."""
+    if not languages:
+        return
+    held = {r[0] for r in store.db.execute("SELECT DISTINCT language FROM passages")}
+    unknown = [short(x, 20) for x in languages if x not in held]
+    if unknown:
+        raise HTTPException(422, f"languages: unknown language code(s) {unknown[:10]}; the index holds passages in "
+                                 f"{sorted(h for h in held if h)}")
 
 
 @router.post("/search")
@@ -35,9 +47,10 @@ def search(body: SearchBody, st: State) -> dict[str, Any]:
     try:
         f = Filters(list(body.source_types), body.year_min, body.year_max, list(body.languages))
         with st.holder.use() as e:
+            check_languages(e.index.store, body.languages)
             res = e.searcher.search(body.query, k=body.k, filters=f)
     except (QueryError, ValueError) as exc:
-        raise HTTPException(422, str(exc)) from None
+        raise HTTPException(422, short(exc, 500)) from None
     return json.loads(res.model_dump_json())
 
 
