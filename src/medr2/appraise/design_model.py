@@ -14,6 +14,7 @@ Example (a toy model built by hand)::
     >>> import numpy as np
     >>> from medr2.appraise.design_model import DesignModel
     >>> from medr2.formulate.classify import OfflineClassifier
+from medr2.util.shipped import model_file
     >>> clf = OfflineClassifier({"rats": 0, "questionnaire": 1}, np.ones(2, np.float32),
     ...                         np.array([[4.0, 0], [0, 4.0], [0, 0]], np.float32), np.zeros(3, np.float32),
     ...                         ["laboratory or animal study", "cross-sectional study", "textbook"], 1, {})
@@ -25,10 +26,10 @@ Example (a toy model built by hand)::
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 from medr2.formulate.classify import OfflineClassifier
+from medr2.util.shipped import model_file
 
 SHIPPED_DESIGN_MODEL = ("design", "design.npz")  # under the medr2.models package
 NOT_PAPER = frozenset({"textbook", "encyclopedia"})  # what a passage of a paper cannot be
@@ -52,16 +53,8 @@ class DesignModel:
     @classmethod
     def load(cls, path: str | Path = "") -> "DesignModel":
         """The model at ``path``, or the one shipped in the package (``path`` empty)."""
-        if path:
-            p = Path(path)
-            if not p.is_file():
-                raise FileNotFoundError(f"study-design model {p} does not exist; {_REBUILD}")
-            return cls(OfflineClassifier.load(p))
-        res = resources.files("medr2.models").joinpath(*SHIPPED_DESIGN_MODEL)
-        if not res.is_file():
-            raise FileNotFoundError("the shipped study-design model (medr2/models/design/design.npz) is missing from "
-                                    f"this installation; {_REBUILD}, or set appraise.level_method = \"cues\"")
-        with resources.as_file(res) as p:
+        with model_file(path, SHIPPED_DESIGN_MODEL, "study-design model", _REBUILD,
+                        'set appraise.level_method = "cues"') as p:
             return cls(OfflineClassifier.load(p))
 
     def save(self, path: str | Path) -> None:

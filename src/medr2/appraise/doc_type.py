@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import math
-from importlib import resources
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -40,6 +39,7 @@ import numpy as np
 
 from medr2.formulate.labels import DOC_TYPE_DESCRIPTIONS, DOC_TYPES
 from medr2.llm.base import LLM, structured
+from medr2.util.shipped import model_file
 
 F_G_FLOOR = 1e-3  # f_g lies in (0, 1): a type distribution never gives exactly zero
 
@@ -124,19 +124,8 @@ class DocTypeModel:
     @classmethod
     def load(cls, path: str | Path = "") -> "DocTypeModel":
         """The model at ``path``, or the one shipped in the package (``path`` empty)."""
-        if path:
-            p = Path(path)
-            if not p.is_file():
-                raise FileNotFoundError(f"document-type model {p} does not exist; {_REBUILD}")
-            fh = p.open("rb")
-        else:
-            res = resources.files("medr2.models").joinpath(*SHIPPED_DOC_TYPE_MODEL)
-            if not res.is_file():
-                raise FileNotFoundError("the shipped document-type model (medr2/models/doc_type/doc_type.npz) is "
-                                        f"missing from this installation; {_REBUILD}, or set "
-                                        "appraise.doc_type_method = \"embedding\"")
-            fh = res.open("rb")
-        with fh, np.load(fh, allow_pickle=False) as z:
+        with model_file(path, SHIPPED_DOC_TYPE_MODEL, "document-type model", _REBUILD,
+                        'set appraise.doc_type_method = "embedding"') as p, np.load(p, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             if meta.get("types") != DOC_TYPES:
                 raise ValueError(f"{path or 'the shipped document-type model'} was trained for other types "
