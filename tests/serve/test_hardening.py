@@ -12,14 +12,15 @@ pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 
 from medr2.serve.app import BODY_LIMIT, create_app  # noqa: E402
-from test_serve import AUTH, TOKEN, served  # noqa: E402,F401  (served: a private copy of the demo index)
+from test_serve import AUTH, TEST_HOSTS, TOKEN, served  # noqa: E402,F401  (served: a private copy of the demo index)
 
 
 @pytest.fixture()
 def client(served, monkeypatch):  # noqa: F811
     """Server errors come back as responses (500), as a real server sends them."""
     monkeypatch.setenv("MEDR2_API_TOKEN", TOKEN)
-    with TestClient(create_app(served, generator="none", scorer="none"), raise_server_exceptions=False) as c:
+    app = create_app(served, generator="none", scorer="none", trusted_hosts=TEST_HOSTS)
+    with TestClient(app, raise_server_exceptions=False) as c:
         yield c
 
 
@@ -45,7 +46,7 @@ def test_body_limit_stops_reading_at_the_limit(served, monkeypatch):  # noqa: F8
     import httpx
 
     monkeypatch.setenv("MEDR2_API_TOKEN", TOKEN)
-    app = create_app(served, generator="none", scorer="none")
+    app = create_app(served, generator="none", scorer="none", trusted_hosts=["t"])
     pulled = []
 
     async def forty_mb():
@@ -162,3 +163,64 @@ def test_search_filters_that_cannot_match_are_refused(client):
     assert r.status_code == 422 and "languages" in r.text and "xx" in r.text
     ok = client.post("/search", json={"query": "metformin", "languages": ["en"], "year_min": 2000, "year_max": 2030})
     assert ok.status_code == 200
+
+
+# 7. only trusted Host headers are served ----------------------------------------------------
+
+def _config(tmp_path, serve_toml: str):
+    from medr2.config import Config
+
+    p = tmp_path / "serve.toml"
+    p.write_text("[serve]\n" + serve_toml)
+    return Config.load(p)
+
+
+def test_an_untrusted_host_header_gets_400(served, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("MEDR2_API_TOKEN", TOKEN)
+    app = create_app(served, generator="none", scorer="none")  # the default: loopback names only
+    with TestClient(app, base_url="http://localhost") as c:
+        assert c.get("/health").status_code == 200
+        for host in ("localhost:8000", "127.0.0.1:8000", "[::1]:8000", "LOCALHOST"):
+            assert c.get("/health", headers={"Host": host}).status_code == 200, host
+        for host in ("evil.example", "evil.example:8000", "testserver", "localhost.evil.example"):
+            r = c.post("/search", json={"query": "metformin"}, headers={"Host": host})
+            assert r.status_code == 400, (host, r.status_code)
+
+
+def test_the_bind_address_and_configured_hosts_are_trusted(served, monkeypatch, tmp_path):  # noqa: F811
+    monkeypatch.setenv("MEDR2_API_TOKEN", TOKEN)
+    cfg = _config(tmp_path, 'host = "10.1.2.3"\ntrusted_hosts = ["medr2.example.org", "*.ward.example"]\n')
+    with TestClient(create_app(served, cfg, generator="none", scorer="none")) as c:
+        for host, status in [("10.1.2.3:8000", 200), ("medr2.example.org", 200), ("a.ward.example", 200),
+                             ("localhost", 400), ("evil.example", 400)]:
+            assert c.get("/health", headers={"Host": host}).status_code == status, host
+    with TestClient(create_app(served, generator="none", scorer="none", host="0.0.0.0")) as c:
+        assert c.get("/health", headers={"Host": "0.0.0.0"}).status_code == 400  # a wildcard is no name
+
+
+def test_a_star_trusts_any_host(served, monkeypatch, tmp_path):  # noqa: F811
+    monkeypatch.setenv("MEDR2_API_TOKEN", TOKEN)
+    with TestClient(create_app(served, _config(tmp_path, 'trusted_hosts = ["*"]\n'), generator="none",
+                               scorer="none")) as c:
+        assert c.get("/health", headers={"Host": "evil.example"}).status_code == 200
+
+
+def test_serve_command_passes_host_and_trusted_hosts(served, monkeypatch):  # noqa: F811
+    import uvicorn
+    from click.testing import CliRunner
+
+    from medr2.cli import main
+
+    bad = CliRunner().invoke(main, ["serve", "--index", str(served), "--trusted-host", "evil*"])
+    assert bad.exit_code == 2 and "evil*" in bad.output
+    started = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: started.update(app=app, **kw))
+    r = CliRunner().invoke(main, ["serve", "--index", str(served), "--llm", "none", "--scorer", "none",
+                                  "--host", "10.1.2.3", "--trusted-host", "medr2.example.org",
+                                  "--trusted-host", "ward.example"])
+    assert r.exit_code == 0, r.output
+    assert started["host"] == "10.1.2.3"
+    with TestClient(started["app"]) as c:
+        for host, status in [("medr2.example.org", 200), ("ward.example", 200), ("10.1.2.3", 200),
+                             ("localhost", 400), ("evil.example", 400)]:
+            assert c.get("/health", headers={"Host": host}).status_code == status, host

@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from medr2.serve.app import create_app  # noqa: E402
 
 TOKEN = "test-token-123"
+TEST_HOSTS = ["testserver"]  # TestClient's Host header; the service trusts only loopback names by default
 
 
 def make_client(index, monkeypatch, cfg_text="", token=TOKEN, tmp_path=None):
@@ -27,7 +28,7 @@ def make_client(index, monkeypatch, cfg_text="", token=TOKEN, tmp_path=None):
         p = tmp_path / "serve.toml"
         p.write_text(cfg_text)
         cfg = Config.load(p)
-    return TestClient(create_app(index, cfg, generator="none", scorer="none"))
+    return TestClient(create_app(index, cfg, generator="none", scorer="none", trusted_hosts=TEST_HOSTS))
 
 
 @pytest.fixture(scope="module")
@@ -249,7 +250,8 @@ def test_ask_with_the_bundled_small_model(served, monkeypatch, tmp_path):
                    "[assess]\nmax_rounds = 1\n")
     from medr2.config import Config
 
-    with TestClient(create_app(served, Config.load(cfg), generator="bundled:smollm2-135m", scorer="none")) as c:
+    with TestClient(create_app(served, Config.load(cfg), generator="bundled:smollm2-135m", scorer="none",
+                               trusted_hosts=TEST_HOSTS)) as c:
         assert c.get("/health").json()["generator"]
         r = c.post("/ask", json={"question": "Which drug is first-line in type 2 diabetes?", "mode": "vanilla",
                                  "options": {"A": "Metformin", "B": "Insulin"}})

@@ -698,7 +698,7 @@ def test_demo_index_and_graph_on_postgres(demo_index_dir, tmp_path, pg_uri, monk
         assert stats["documents"] == 14 and stats["disk_bytes"]["store"] == 0  # the store is on the server
         # the API: health, documents, a passage with its triples, the review queue, a review
         monkeypatch.setenv("MEDR2_API_TOKEN", "tok")
-        with TestClient(create_app(path, None, generator="none", scorer="none")) as c:
+        with TestClient(create_app(path, None, generator="none", scorer="none", trusted_hosts=["testserver"])) as c:
             h = c.get("/health").json()
             assert h["documents"] == 14 and h["kg"] is True
             assert c.get("/documents?limit=3").json()["total"] == 14

@@ -83,8 +83,11 @@ def ingest(paths, index_dir, config_path, fmt, mapping, source_type, force, as_j
 
 
 def _print_report(report) -> None:
+    """The failed files, skipped records and warnings on stderr, then a summary line."""
     for p in report.failed_files:
         click.echo(f"FAILED  {p.path}: {p.reason}", err=True)
+    for p in report.warnings:
+        click.echo(f"WARNING {p.path}: {p.reason}", err=True)
     shown = report.record_problems[:50]
     for p in shown:
         click.echo(f"SKIPPED {p.path}: {p.reason}", err=True)
@@ -97,6 +100,7 @@ def _print_report(report) -> None:
         f"{report.passages_added} passages in {report.seconds:.1f}s"
         + (f"; {report.truncated_sections} section(s) truncated at segment.max_unit_tokens"
            if report.truncated_sections else "")
+        + (f"; {len(report.warnings)} warning(s)" if report.warnings else "")
     )
 
 

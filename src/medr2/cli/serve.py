@@ -7,14 +7,28 @@ import click
 from medr2.cli.common import EXIT_USAGE, config_opt, fail, index_opt, load_config, model_errors
 
 
+def _host_patterns(ctx, param, value: tuple[str, ...]) -> tuple[str, ...]:
+    """Refuse ``--trusted-host`` values that are not a name, ``*.domain`` or ``*``."""
+    from medr2.config.serve import bad_host_patterns
+
+    bad = bad_host_patterns(list(value))
+    if bad:
+        raise click.BadParameter(f"{', '.join(map(repr, bad))}: give a host name, '*.domain' or '*'")
+    return value
+
+
 @click.command()
 @index_opt
 @config_opt
 @click.option("--host", help="Address to listen on (default serve.host, 127.0.0.1).")
 @click.option("--port", type=int, help="Port (default serve.port, 8000).")
+@click.option("--trusted-host", "trusted_hosts", multiple=True, metavar="NAME", callback=_host_patterns,
+              help="Host header name to accept, repeatable ('*.example.org', '*' for any); replaces "
+                   "serve.trusted_hosts (default localhost, 127.0.0.1, ::1). The --host address is "
+                   "always accepted unless it is 0.0.0.0 or ::; other Host headers get 400.")
 @click.option("--llm", "llm_spec", help="Generator (local, none, a .gguf, http(s)://HOST/v1; default llm.generator).")
 @click.option("--scorer", help="Proxy LM for usefulness (default llm.scorer).")
-def serve(index_dir, config_path, host, port, llm_spec, scorer):
+def serve(index_dir, config_path, host, port, trusted_hosts, llm_spec, scorer):
     """Run the HTTP API and the web page over an index (token for writes: $MEDR2_API_TOKEN)."""
     import logging
 
@@ -25,8 +39,8 @@ def serve(index_dir, config_path, host, port, llm_spec, scorer):
 
     config = load_config(config_path)
     try:
-        app = create_app(index_dir, config, generator=llm_spec,
-                         scorer=scorer)
+        app = create_app(index_dir, config, generator=llm_spec, scorer=scorer, host=host,
+                         trusted_hosts=list(trusted_hosts) or None)
     except FileNotFoundError as e:
         fail(str(e), EXIT_USAGE)
     except LLMError as e:

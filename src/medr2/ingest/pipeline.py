@@ -1,7 +1,9 @@
 """Ingestion workflow: files -> loaders -> segmentation -> committed index batches.
 
 Each file is read by the loader its type (or ``--format``) selects; bad files and bad records
-are reported with their path and reason while the rest is ingested. Batches of about
+are reported with their path and reason while the rest is ingested. What is left out without
+being wrong (a symlink loop in a folder, a records file whose every record is skipped by
+design) is reported as a warning, which does not change the status. Batches of about
 ``ingest.batch_passages`` passages are committed one transaction each; a file is marked done,
 with its content hash, in the transaction of its last batch. So:
 
@@ -31,6 +33,7 @@ Example::
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import sqlite3
 import time
@@ -43,7 +46,7 @@ import psycopg
 from tqdm import tqdm
 
 from medr2.index.index import Index, PendingDoc, batch_texts
-from medr2.ingest.loaders.base import Loader, LoadError, Problem, get_loader, loaders
+from medr2.ingest.loaders.base import Loader, LoadError, Notice, Problem, get_loader, loaders
 from medr2.ingest.loaders.corpora import sniff
 from medr2.ingest.segment import segment_document
 
@@ -66,6 +69,7 @@ class IngestReport:
     truncated_sections: int = 0
     failed_files: list[Problem] = field(default_factory=list)
     record_problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)  # left out, not failed: the status stays
     seconds: float = 0.0
 
     @property
@@ -81,17 +85,35 @@ class IngestReport:
         return {"ok": 0, "partial": 3, "failed": 1}[self.status]
 
     def to_dict(self) -> dict:
-        d = {k: v for k, v in self.__dict__.items() if k not in ("failed_files", "record_problems")}
+        lists = ("failed_files", "record_problems", "warnings")
+        d = {k: v for k, v in self.__dict__.items() if k not in lists}
         d["status"] = self.status
-        d["failed_files"] = [{"path": p.path, "reason": p.reason} for p in self.failed_files]
-        d["record_problems"] = [{"path": p.path, "reason": p.reason} for p in self.record_problems]
+        for name in lists:
+            d[name] = [{"path": p.path, "reason": p.reason} for p in getattr(self, name)]
         return d
 
 
-def expand_paths(paths: Iterable[str | Path], exclude: Optional[Path] = None) -> tuple[list[Path], list[Problem]]:
+def symlink_loop(path: Path) -> bool:
+    """Whether the symlink ``path`` never resolves (a -> b -> a) or points at a folder holding it
+    (walking it would never end)."""
+    try:
+        target = path.resolve(strict=True)
+    except RuntimeError:  # Python before 3.13: "Symlink loop from ..."
+        return True
+    except OSError as e:
+        return e.errno == errno.ELOOP
+    parent = path.parent.resolve()
+    return target == parent or target in parent.parents
+
+
+def expand_paths(paths: Iterable[str | Path],
+                 exclude: Optional[Path] = None) -> tuple[list[Path], list[Problem], list[Problem]]:
     """Files under the given paths (directories recursively, hidden entries and anything under
-    ``exclude``, the index itself, skipped), sorted."""
-    files, problems = [], []
+    ``exclude``, the index itself, skipped), sorted; the paths that do not exist; the symlink
+    loops found in directories (not followed, reported)."""
+    files: list[Path] = []
+    problems: list[Problem] = []
+    loops: list[Problem] = []
     skip = exclude.resolve() if exclude is not None else None
     for raw in paths:
         p = Path(raw)
@@ -99,9 +121,12 @@ def expand_paths(paths: Iterable[str | Path], exclude: Optional[Path] = None) ->
             problems.append(Problem(str(p), "no such file or directory"))
         elif p.is_dir():
             for f in sorted(p.rglob("*")):
-                rel = f.relative_to(p).parts
-                if f.is_file() and not any(part.startswith(".") for part in rel):
+                if any(part.startswith(".") for part in f.relative_to(p).parts):
+                    continue
+                if f.is_file():
                     files.append(f)
+                elif f.is_symlink() and symlink_loop(f):
+                    loops.append(Problem(str(f), "symlink loop"))
         elif p.is_file():
             files.append(p)
         else:
@@ -114,7 +139,7 @@ def expand_paths(paths: Iterable[str | Path], exclude: Optional[Path] = None) ->
         if key not in seen:
             seen.add(key)
             unique.append(f)
-    return unique, problems
+    return unique, problems, loops
 
 
 def choose_loader(path: Path, fmt: Optional[str]) -> Loader:
@@ -227,8 +252,9 @@ def ingest(index: Index, paths: Iterable[str | Path], fmt: Optional[str] = None,
     """Ingest files; ``workers`` (default ``ingest.workers``) above 1 embeds batches in parallel."""
     t0 = time.perf_counter()
     report = IngestReport()
-    files, missing = expand_paths(paths, exclude=index.path)
+    files, missing, loops = expand_paths(paths, exclude=index.path)
     report.failed_files.extend(missing)
+    report.warnings.extend(loops)
     total_bytes = sum(f.stat().st_size for f in files)
     workers = workers or index.config.ingest.workers
     bar = tqdm(unit=" passages", disable=not progress, dynamic_ncols=True, leave=False)
@@ -302,6 +328,9 @@ def _ingest_file(index: Index, path: Path, fmt: Optional[str], force: bool, repo
             batch.commit()
 
     for item in loader.load(path, cfg):
+        if isinstance(item, Notice):
+            report.warnings.append(item)
+            continue
         if isinstance(item, Problem):
             report.record_problems.append(item)
             problems += 1

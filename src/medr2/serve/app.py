@@ -14,7 +14,8 @@ Reads (ask, search, passages, documents, graph) are open unless ``serve.protect_
 environment variable named by ``serve.token_env``. Answers go through a bounded pool of
 ``serve.llm_workers`` workers: a request that finds them all busy for ``serve.queue_timeout_s``
 gets 503, one that runs past ``serve.ask_timeout_s`` gets 504. Questions and answers are not
-logged unless ``serve.log_content``.
+logged unless ``serve.log_content``. A request whose Host header is not among
+``serve.trusted_hosts`` (the loopback names by default) or the address the server binds gets 400.
 
 Example::
 
@@ -29,11 +30,12 @@ import os
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from medr2.config import Config
 from medr2.serve.guards import BODY_LIMIT, BodyLimit, body_cap, validation_error
@@ -45,9 +47,12 @@ __all__ = ["BODY_LIMIT", "body_cap", "create_app"]
 
 
 def create_app(index_dir: str | Path, config: Optional[Config] = None, generator: Optional[str] = None,
-               scorer: Optional[str] = None) -> FastAPI:
+               scorer: Optional[str] = None, host: Optional[str] = None,
+               trusted_hosts: Optional[Sequence[str]] = None) -> FastAPI:
     """The application over the index in ``index_dir``; ``config`` overrides the index's stored
-    configuration, ``generator`` / ``scorer`` the model specs (see medr2.llm.factory.load_models).
+    configuration, ``generator`` / ``scorer`` the model specs (see medr2.llm.factory.load_models),
+    ``host`` the address the server binds (default ``serve.host``) and ``trusted_hosts`` the Host
+    names it accepts (default ``serve.trusted_hosts``; see ServeConfig.allowed_hosts).
     Raises FileNotFoundError when ``index_dir`` is not an index."""
     from medr2.index.index import Index
     from medr2.store.layout import is_index_dir
@@ -62,6 +67,9 @@ def create_app(index_dir: str | Path, config: Optional[Config] = None, generator
     probe = Index.open(index_dir, config)
     cfg = probe.config
     probe.close()
+    sv = cfg.serve
+    if trusted_hosts is not None:  # validated as a config file's list is, before any model loads
+        sv = sv.model_validate({**sv.model_dump(), "trusted_hosts": list(trusted_hosts)})
     models = load_models(cfg, index_dir, generator, scorer)
 
     def new_engine() -> Engine:
@@ -80,8 +88,9 @@ def create_app(index_dir: str | Path, config: Optional[Config] = None, generator
                   description="Evidence-based medical question answering that shows its evidence.")
     app.state.serve = st
     app.state.holder, app.state.jobs, app.state.metrics, app.state.config = st.holder, st.jobs, st.metrics, cfg
-    # the last added middleware runs first: observe sees the body limit's 413s too
+    # the last added middleware runs first: observe sees the body limit's and the host check's refusals too
     app.add_middleware(BodyLimit, max_upload_mb=cfg.serve.max_upload_mb)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=sv.allowed_hosts(host), www_redirect=False)
     app.middleware("http")(observe)
     for router in ROUTERS:
         app.include_router(router)

@@ -2,7 +2,8 @@
 
 A loader turns one file into documents. Problems with part of a file (one bad JSON line)
 are yielded as :class:`Problem` and the rest of the file is still read; a problem with the
-whole file raises :class:`LoadError`.
+whole file raises :class:`LoadError`. A :class:`Notice` warns about a file that was read but
+gave nothing to index (every record skipped by design).
 
 Example::
 
@@ -36,6 +37,11 @@ class Problem:
 
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}"
+
+
+class Notice(Problem):
+    """A warning about a whole file that was read without error but gave nothing to index; a
+    consumer that does not know notices treats them as problems."""
 
 
 LoadItem = Union[Document, Problem]

@@ -135,7 +135,7 @@ def medquad_record(rec: dict[str, Any], origin: str) -> Document | None:
 @register("medquad", streaming=True)
 def load_medquad(path: Path, config: Config) -> Iterator[LoadItem]:
     """MedQuAD JSONL: each answered question is an encyclopedia entry (focus > question)."""
-    return map_records(iter_jsonl(path), medquad_record, "MedQuAD")
+    return map_records(iter_jsonl(path), medquad_record, "MedQuAD", needs='a non-empty "answer" field', source=path)
 
 
 def medlineplus_row(row: dict[str, str], origin: str) -> Document:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 from medr2.config import Config
-from medr2.ingest.loaders.base import LoadError, LoadItem, Problem, register
+from medr2.ingest.loaders.base import LoadError, LoadItem, Notice, Problem, register
 from medr2.schema import Document, DocumentMeta, Section, SourceType
 from medr2.util.text import detect_language
 
@@ -155,22 +155,34 @@ def iter_jsonl(path: Path) -> Iterator[tuple[str, Any] | Problem]:
 
 
 def map_records(items: Iterable[tuple[str, Any] | Problem], build: Callable[[Any, str], Optional[Document]],
-                what: str = "") -> Iterator[LoadItem]:
+                what: str = "", needs: str = "", source: Optional[Path] = None) -> Iterator[LoadItem]:
     """Build a document from each ``(origin, record)``; Problems pass through, a record that
-    cannot be built becomes a Problem naming its origin, ``None`` (nothing to index) is skipped."""
+    cannot be built becomes a Problem naming its origin, ``None`` (nothing to index) is skipped.
+
+    ``needs`` says what a record skipped with ``None`` lacks (e.g. ``a non-empty "answer"
+    field``): when no record of the file ``source`` gave a document and some were skipped so, a
+    :class:`Notice` names the file and why nothing came of it."""
+    records = skipped = built = 0
     for item in items:
         if isinstance(item, Problem):
             yield item
             continue
         origin, record = item
+        records += 1
         try:
             doc = build(record, origin)
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             reason = str(e) if isinstance(e, ValueError) and not what else f"{type(e).__name__}: {e}"
             yield Problem(origin, f"not a {what} record ({reason})" if what else reason)
             continue
-        if doc is not None:
+        if doc is None:
+            skipped += 1
+        else:
+            built += 1
             yield doc
+    if skipped and not built and needs and source is not None:
+        yield Notice(str(source), f"{records - skipped} of {records} {what + ' ' if what else ''}records have "
+                                  f"{needs}; nothing was ingested from {source}")
 
 
 def _mapping(config: Config) -> dict[str, str]:
