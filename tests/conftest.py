@@ -27,6 +27,22 @@ def encoder():
     return load_encoder(DenseConfig())
 
 
+@pytest.fixture(scope="session")
+def runtime_home(tmp_path_factory):
+    """A MEDR2_HOME whose runtime folder holds the ONNX exports of the bundled encoder and
+    reranker (fp32 and int8), built once per session. Tests point MEDR2_HOME at it (monkeypatch),
+    never at the user's cache."""
+    from medr2.index.onnx_export import build_dense_runtime
+    from medr2.search.cross_encoder import build_runtime
+
+    home = tmp_path_factory.mktemp("medr2-home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MEDR2_HOME", str(home))
+        build_dense_runtime(log=lambda m: None)
+        build_runtime(log=lambda m: None)
+    return home
+
+
 def small_config(**ingest):
     from medr2.config import Config
 

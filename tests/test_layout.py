@@ -18,8 +18,8 @@ def test_each_test_folder_mirrors_a_package():
 
 def test_only_package_wide_tests_sit_at_the_root():
     root_tests = sorted(p.name for p in TESTS.glob("test_*.py"))
-    # package-wide checks, and schema.py, which is a module at the package root
-    assert root_tests == ["test_doctests.py", "test_layout.py", "test_schema.py"]
+    # package-wide checks, and the modules at the package root (api.py, schema.py)
+    assert root_tests == ["test_api.py", "test_doctests.py", "test_layout.py", "test_schema.py"]
 
 
 def test_test_basenames_are_unique():

@@ -44,9 +44,11 @@ def write_pairs(path):
 def tiny_model(tmp_path_factory):
     root = tmp_path_factory.mktemp("rr")
     opts = TrainOptions(layers=1, max_steps=3, batch_groups=4, negatives=3, dev_fraction=0.3, seed=1)
-    card = run(None, [write_pairs(root / "pairs.jsonl")], root / "model", root / "work", opts,
-               log=lambda m: None, progress=False)
-    return root, card
+    with pytest.MonkeyPatch.context() as mp:  # its ONNX export goes to a runtime cache of its own
+        mp.setenv("MEDR2_HOME", str(root / "home"))
+        card = run(None, [write_pairs(root / "pairs.jsonl")], root / "model", root / "work", opts,
+                   log=lambda m: None, progress=False)
+        yield root, card
 
 
 def test_training_on_a_tiny_set_writes_a_loadable_model_with_a_card(tiny_model):
@@ -57,6 +59,8 @@ def test_training_on_a_tiny_set_writes_a_loadable_model_with_a_card(tiny_model):
     assert card["data"]["train_queries"] + card["data"]["dev_queries"] == len(TOPICS)
     assert set(card["dev"]) >= {"hybrid_ndcg10", "rerank_ndcg10", "rerank_mrr"}
     assert card["calibration"]["pairs"] > 0
+    # chosen again on the engine it runs on (ONNX int8), the torch-int8 choice kept for the record
+    assert card["runtime"] == "onnx-int8" and "rerank_ndcg10" in card["dev_torch_int8"]
     from safetensors import safe_open
 
     with safe_open(str(model_dir / WEIGHTS), "pt") as f:
@@ -74,7 +78,8 @@ def test_training_on_a_tiny_set_writes_a_loadable_model_with_a_card(tiny_model):
     a, b, beta = card["calibration"]["a"], card["calibration"]["b"], card["prior"]
     score = lg - beta * np.log([1.0, 2.0])  # the fused rank as a prior: texts come in fused order
     assert rel == pytest.approx(1 / (1 + np.exp(-(a * score + b))), rel=1e-6, abs=1e-12)
-    assert card["prior"] in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0) and "prior_grid_ndcg10" in card["dev"]
+    assert card["prior"] in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0) and "grid_ndcg10" in card["dev"]
+    assert card["sibling"] in (0.0, 0.25, 0.5, 0.75) and set(card["dev"]["by_source"]) <= {"pairs"}
 
 
 def test_training_is_seeded(tiny_model):
@@ -116,8 +121,14 @@ def test_calibration_recovers_a_known_logistic_and_metrics_rank_the_pool():
     assert with_prior([[1.0, 1.0]], 1.0)[0] == pytest.approx([1.0, 1.0 - np.log(2)])
     # the reranker alone puts a distractor first; the fused rank (gold first) fixes it at beta >= 1.5
     g2 = {"pool": ["gold", "x", "y"], "pool_gold": [True, False, False], "gold_total": 1}
-    beta, table = choose_prior([g2], [[1.0, 2.0, 0.0]])
-    assert beta == min(b for b in table if b > 1.0 / np.log(2)) and table[0.0] < table[beta] == 1.0
+    sibling, beta, table = choose_prior([g2], [[1.0, 2.0, 0.0]])
+    assert sibling == 0.0 and beta == min(b for (w, b) in table if w == 0.0 and b > 1.0 / np.log(2))
+    assert table[(0.0, 0.0)] < table[(0.0, beta)] == 1.0
+    # a weak second passage of the gold document rises with its sibling once the pull is on
+    g3 = {"pool": ["g1", "x", "g2"], "pool_docs": ["d", "e", "d"], "pool_gold": [True, False, True],
+          "gold_total": 2}
+    sibling, beta, table = choose_prior([g3], [[3.0, 1.0, -1.0]])
+    assert table[(0.0, 0.0)] < 1.0 and sibling > 0.0 and table[(sibling, beta)] == 1.0
 
 
 def test_shipped_reranker_is_the_default_and_scores_relevance():

@@ -33,36 +33,37 @@ def ask(question, index_dir, config_path, option_pairs, llm_spec, scorer, pipeli
     """Answer a question from the index with cited, appraised evidence (Med-R2, or the graph with --kg)."""
     if use_kg:
         pipeline_name = "kg"
+    from medr2.api import Medr2
     from medr2.llm.base import LLMError
-    from medr2.pipelines import Engine, Pipeline
     from medr2.search.hybrid import QueryError
 
     config = load_config(config_path)
     options = _parse_options(option_pairs)
-    from medr2.store.layout import is_index_dir
-
-    if not is_index_dir(index_dir):
-        fail(f"{index_dir} is not a medr2 index; build one with `medr2 ingest PATH --index {index_dir}`", EXIT_USAGE)
     try:
-        engine = Engine.open(index_dir, config, generator=llm_spec, scorer=scorer)
-    except LLMError as e:
-        fail(f"{e}\n(use --llm none for the deterministic extractive path without a model)")
-    except model_errors() as e:
-        fail(str(e))
-    except (OSError, RuntimeError, ImportError, ValueError) as e:  # classifier artefact, cross-encoder, ...
-        fail(f"{type(e).__name__}: {e}")
-    try:
-        res = Pipeline(engine, pipeline_name, rounds, answer_mode).run(question, options)
-    except QueryError as e:
+        kb = Medr2(index_dir, config, generator=llm_spec, scorer=scorer)
+    except FileNotFoundError as e:
         fail(str(e), EXIT_USAGE)
-    except LLMError as e:
-        fail(str(e))
-    except model_errors() as e:
-        fail(str(e))
-    except (OSError, RuntimeError, ImportError, ValueError) as e:  # terminology files, settings, ...
-        fail(f"{type(e).__name__}: {e}", EXIT_USAGE if isinstance(e, ValueError) else EXIT_FAIL)
+    try:
+        try:
+            kb.engine  # the models, loaded before the question is touched
+        except LLMError as e:
+            fail(f"{e}\n(use --llm none for the deterministic extractive path without a model)")
+        except model_errors() as e:
+            fail(str(e))
+        except (OSError, RuntimeError, ImportError, ValueError) as e:  # classifier artefact, cross-encoder, ...
+            fail(f"{type(e).__name__}: {e}")
+        try:
+            res = kb.ask(question, options, pipeline=pipeline_name, rounds=rounds, answer_mode=answer_mode)
+        except QueryError as e:
+            fail(str(e), EXIT_USAGE)
+        except LLMError as e:
+            fail(str(e))
+        except model_errors() as e:
+            fail(str(e))
+        except (OSError, RuntimeError, ImportError, ValueError) as e:  # terminology files, settings, ...
+            fail(f"{type(e).__name__}: {e}", EXIT_USAGE if isinstance(e, ValueError) else EXIT_FAIL)
     finally:
-        engine.close()
+        kb.close()
     if as_json:
         click.echo(res.model_dump_json(indent=2))
     else:

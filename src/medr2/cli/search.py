@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from medr2.cli.common import EXIT_USAGE, config_opt, fail, index_opt, load_config, model_errors, open_index
+from medr2.cli.common import EXIT_USAGE, config_opt, fail, index_opt, load_config, model_errors
 
 
 @click.command()
@@ -21,24 +21,26 @@ from medr2.cli.common import EXIT_USAGE, config_opt, fail, index_opt, load_confi
 @click.option("--fusion", type=click.Choice(["union", "rrf"]), help="Override fusion.method.")
 def search(query, index_dir, config_path, k, as_json, source_types, year_min, year_max, languages, fusion):
     """Hybrid search (dense + BM25, fused, coarse-reranked)."""
-    from medr2.search.hybrid import Filters, HybridSearcher, QueryError
+    from medr2.api import Medr2
+    from medr2.search.hybrid import QueryError
+    from medr2.store.layout import BackendError
 
     config = load_config(config_path)
     try:
-        filters = Filters(list(source_types), year_min, year_max, list(languages))
-    except QueryError as e:
+        kb = Medr2(index_dir, config)
+    except FileNotFoundError as e:
         fail(str(e), EXIT_USAGE)
-    idx = open_index(index_dir, config)
     try:
-        result = HybridSearcher(idx).search(query, k=k, filters=filters, fusion=fusion)
-    except QueryError as e:
+        result = kb.search(query, k=k, source_types=source_types, year_min=year_min, year_max=year_max,
+                           languages=languages, fusion=fusion)
+    except (QueryError, BackendError) as e:
         fail(str(e), EXIT_USAGE)
     except model_errors() as e:
         fail(str(e))
     except (RuntimeError, ImportError) as e:  # e.g. a configured cross-encoder that cannot load
         fail(str(e))
     finally:
-        idx.close()
+        kb.close()
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:

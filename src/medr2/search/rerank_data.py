@@ -195,9 +195,11 @@ def write_corpus(docs: dict[str, Doc], path: Path) -> None:
             fh.write(json.dumps({"id": d.doc_id, "title": d.title, "text": d.text, "source_type": d.source_type}) + "\n")
 
 
-def mine(searcher, examples: list[Example], negatives: int, pool_k: int, seed: int, progress=None) -> list[dict]:
+def mine(searcher, examples: list[Example], negatives: int, pool_k: int, seed: int, progress=None,
+         max_positives: int = 4) -> list[dict]:
     """One group per example: the query, the best-ranked passage of its gold document (the
-    positive), ``negatives`` hard negatives (passages of other documents: half the top-ranked,
+    positive; up to ``max_positives`` of its passages, best ranked first, in ``positives``),
+    ``negatives`` hard negatives (passages of other documents: half the top-ranked,
     the rest drawn from the pool), and the pool with gold flags (for the dev metrics). Texts
     are what the reranker reads (title and heading path, then the passage)."""
     store = searcher.index.store
@@ -211,7 +213,10 @@ def mine(searcher, examples: list[Example], negatives: int, pool_k: int, seed: i
             continue
         hits = searcher.pool(ex.query, pool_k)[:pool_k]
         ranked_gold = [h for h in hits if h.doc_id == gold_doc]
-        pos = (ranked_gold[0] if ranked_gold else searcher.hits(gold[:1], {gold[0]: {}})[0]).embedding_text()
+        seen = {h.passage_id for h in ranked_gold}
+        gold_hits = ranked_gold + [h for h in searcher.hits(gold, {r: {} for r in gold}) if h.passage_id not in seen]
+        positives = [h.embedding_text() for h in gold_hits][:max_positives]
+        pos = positives[0]
         others = [h.embedding_text() for h in hits if h.doc_id != gold_doc]
         others = [t for t in others if t.strip() != pos.strip()]
         given = []
@@ -225,9 +230,10 @@ def mine(searcher, examples: list[Example], negatives: int, pool_k: int, seed: i
         negs += rng.sample(rest, min(len(rest), max(0, negatives - len(negs))))
         if len(negs) < negatives:
             continue  # too small a corpus for this many negatives
-        groups.append({"query": ex.query, "positive": pos, "negatives": negs[:negatives], "source": ex.source,
-                       "group": ex.group, "pool": [h.embedding_text() for h in hits],
-                       "pool_gold": [h.doc_id == gold_doc for h in hits], "gold_total": len(gold)})
+        groups.append({"query": ex.query, "positive": pos, "positives": positives, "negatives": negs[:negatives],
+                       "source": ex.source, "group": ex.group, "pool": [h.embedding_text() for h in hits],
+                       "pool_docs": [h.doc_id for h in hits], "pool_gold": [h.doc_id == gold_doc for h in hits],
+                       "gold_total": len(gold)})
         if progress is not None:
             progress(1)
     return groups

