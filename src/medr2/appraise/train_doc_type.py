@@ -37,6 +37,7 @@ import numpy as np
 from medr2.appraise.doc_type import DocTypeModel
 from medr2.appraise.weak_labels import TRAINED_CORPORA, MEDQUAD_QTYPE_TYPES, Example, doc_type_label, heldout, is_dev, units
 from medr2.formulate.labels import DOC_TYPES
+from medr2.util.extras import require
 
 C_GRID = (0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
 T_GRID = tuple(float(t) for t in np.exp(np.linspace(np.log(0.25), np.log(4.0), 25)))
@@ -93,6 +94,7 @@ def doc_type_examples(data: str | Path, seed: int = 0, per_label: int = 160, per
 
 def fit_model(x: np.ndarray, y: list[str], c: float, temperature: float, meta: dict) -> DocTypeModel:
     """Multinomial logistic regression (balanced class weights) on the vectors, as a DocTypeModel."""
+    require("sklearn", "train", "medr2 train-doctype")
     from sklearn.linear_model import LogisticRegression
 
     classes = sorted(set(y))

@@ -19,20 +19,33 @@ def model_errors() -> tuple[type[BaseException], ...]:
     """Errors that mean a model, the index or a setting cannot be used: a message, no traceback."""
     import sqlite3
 
-    import psycopg
-
     from medr2.store.layout import BackendError
     from medr2.index.dense import EncoderError
     from medr2.index.splade import SpladeError
     from medr2.search.cross_encoder import CrossEncoderError
+    from medr2.util.extras import errors_of
 
-    return (EncoderError, SpladeError, CrossEncoderError, BackendError, sqlite3.Error, psycopg.Error)
+    return (EncoderError, SpladeError, CrossEncoderError, BackendError, sqlite3.Error, *errors_of("psycopg", "Error"))
 
 
 def fail(msg: str, code: int = EXIT_FAIL) -> NoReturn:
     """``error: MSG`` on stderr and exit with ``code``."""
     click.echo(f"error: {msg}", err=True)
     sys.exit(code)
+
+
+class MainGroup(click.Group):
+    """The ``medr2`` group: a command that needs an extra that is not installed (a
+    :class:`medr2.util.extras.MissingExtra` its own handlers let through) ends with ``error:``
+    and the extra to install, exit code 1, no traceback."""
+
+    def invoke(self, ctx: click.Context):
+        from medr2.util.extras import MissingExtra
+
+        try:
+            return super().invoke(ctx)
+        except MissingExtra as e:
+            fail(str(e))
 
 
 def load_config(path: Optional[str]) -> Optional[Config]:

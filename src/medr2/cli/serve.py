@@ -29,12 +29,15 @@ def _host_patterns(ctx, param, value: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("--llm", "llm_spec", help="Generator (local, none, a .gguf, http(s)://HOST/v1; default llm.generator).")
 @click.option("--scorer", help="Proxy LM for usefulness (default llm.scorer).")
 def serve(index_dir, config_path, host, port, trusted_hosts, llm_spec, scorer):
-    """Run the HTTP API and the web page over an index (token for writes: $MEDR2_API_TOKEN)."""
+    """Run the HTTP API and the web page over an index (token for writes: $MEDR2_API_TOKEN).
+
+    Needs the 'serve' extra: pip install 'medr2[serve]'."""
     import logging
 
-    import uvicorn
-
     from medr2.llm.base import LLMError
+    from medr2.util.extras import require
+
+    uvicorn = require("uvicorn", "serve", "medr2 serve")  # a missing extra: an error naming it (medr2.cli)
     from medr2.serve.app import create_app
 
     config = load_config(config_path)

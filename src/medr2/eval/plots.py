@@ -19,11 +19,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+from medr2.util.extras import require
+
 
 def plot_bars(rows: list[dict], model: str, path: Path, methods: list[str]) -> None:
     """Accuracy bars (with their standard error) of ``methods``, in that order, per dataset."""
-    import matplotlib
-
+    matplotlib = require("matplotlib", "report", "the plots of medr2 eval report")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -46,8 +47,7 @@ def plot_bars(rows: list[dict], model: str, path: Path, methods: list[str]) -> N
 
 def plot_heatmap(grid: dict[tuple[str, Optional[int]], float], path: Path) -> None:
     """Med-R2's Figure 5 layout: medr2's gain over direct answering by model and context window."""
-    import matplotlib
-
+    matplotlib = require("matplotlib", "report", "the plots of medr2 eval report")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -26,6 +26,7 @@ import numpy as np
 from medr2.formulate.classify import OfflineClassifier
 from medr2.formulate.labels import ebm_of_qtype
 from medr2.ingest.loaders.records import strict_jsonl
+from medr2.util.extras import require
 
 
 class TrainingDataError(ValueError):
@@ -61,6 +62,7 @@ def held_out(path: str | Path, test_fraction: float = 0.2) -> list[tuple[str, st
 
 def train_ebm_classifier(path: str | Path, test_fraction: float = 0.2, max_features: int = 20000,
                          ngram_max: int = 2, c: float = 4.0) -> tuple[OfflineClassifier, dict]:
+    require("sklearn", "train", "medr2 train-classifier")
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
 

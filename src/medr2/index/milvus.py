@@ -94,10 +94,15 @@ class MilvusVectors:
     def __init__(self, uri: str, collection: str, analyzer: str = "medr2", dense_index: str = "FLAT",
                  dense_params: Optional[dict] = None, search_params: Optional[dict] = None,
                  token: Optional[str] = None, k1: float = 1.5, b: float = 0.75):
+        from medr2.util.extras import MissingExtra, require
+
         try:
-            from pymilvus import MilvusClient
-        except ImportError as e:  # pragma: no cover - a dependency
-            raise BackendError(f"the Milvus backend needs pymilvus ({e}); pip install pymilvus milvus-lite") from None
+            what = 'the Milvus backend (index.backend = "milvus")'
+            MilvusClient = require("pymilvus", "milvus", what).MilvusClient  # noqa: N806 - the class
+            if not uri.startswith(("http://", "https://")):  # a Lite file: pymilvus starts milvus-lite
+                require("milvus_lite", "milvus", what)
+        except MissingExtra as e:
+            raise BackendError(str(e)) from None
         logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
         self.uri, self.name, self.analyzer = uri, collection, analyzer
         self.dense_index, self.dense_params = dense_index, dict(dense_params or {})

@@ -42,13 +42,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
 
-import psycopg
 from tqdm import tqdm
 
 from medr2.index.index import Index, PendingDoc, batch_texts
 from medr2.ingest.loaders.base import Loader, LoadError, Notice, Problem, get_loader, loaders
 from medr2.ingest.loaders.corpora import sniff
 from medr2.ingest.segment import segment_document
+from medr2.util.extras import errors_of
+
+_PG_ERRORS = errors_of("psycopg", "Error")  # the PostgreSQL store's (the 'postgres' extra)
 
 
 class IngestAborted(RuntimeError):
@@ -239,7 +241,7 @@ class Batch:
     def _write(self, docs, removals, bookkeeping, encoded) -> None:
         try:
             added = self.index.commit(docs, removals, bookkeeping, encoded=encoded)
-        except (OSError, sqlite3.Error, psycopg.Error, RuntimeError, ValueError) as e:
+        except (OSError, sqlite3.Error, *_PG_ERRORS, RuntimeError, ValueError) as e:
             raise IngestAborted(f"writing to the index failed ({type(e).__name__}: {e}); committed batches "
                                 "are kept, run the same command again once the cause is fixed") from e
         self.report.passages_added += added

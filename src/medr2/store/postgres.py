@@ -114,10 +114,12 @@ def _lock_key(namespace: str) -> int:
 
 
 def _connect(uri: str, namespace: Optional[str]):
+    from medr2.util.extras import MissingExtra, require
+
     try:
-        import psycopg
-    except ImportError:  # pragma: no cover - a dependency of medr2
-        raise PGConnectionError("the PostgreSQL store needs psycopg: pip install 'psycopg[binary]==3.3.9'") from None
+        psycopg = require("psycopg", "postgres", "the PostgreSQL store (index.store = \"postgres\")")
+    except MissingExtra as e:
+        raise PGConnectionError(str(e)) from None
     extra: dict[str, Any] = {"autocommit": True, "application_name": "medr2"}
     if "connect_timeout" not in uri:
         extra["connect_timeout"] = _CONNECT_TIMEOUT_S
