@@ -269,6 +269,8 @@ def bench_latency(args, results: dict) -> None:
         ingest(idx, [CORPUS], progress=False)
     cfg = demo_config()
     cfg.llm.cache_path = str(work / "fresh-cache.sqlite")  # nothing cached: real cost
+    if args.prefix_cache_mb is not None:
+        cfg.llm.prefix_cache_mb = args.prefix_cache_mb
     e = Engine.open(work / "index", cfg, generator=args.llm)
     out = []
     stages: dict[str, dict[str, float]] = {}
@@ -277,7 +279,8 @@ def bench_latency(args, results: dict) -> None:
         u = res.usage
         out.append({"question": q["question"], "wall_seconds": u["wall_seconds"], "llm_seconds": u["llm_seconds"],
                     "outside_llm_share": u["outside_llm_share"], "calls": u["calls"],
-                    "prompt_tokens": u["prompt_tokens"], "completion_tokens": u["completion_tokens"],
+                    "prompt_tokens": u["prompt_tokens"], "reused_tokens": u.get("reused_tokens", 0),
+                    "completion_tokens": u["completion_tokens"],
                     "rounds": len(res.rounds), "stages": u["stages"]})
         for name, st in u["stages"].items():
             agg = stages.setdefault(name, Counter())
@@ -286,14 +289,20 @@ def bench_latency(args, results: dict) -> None:
     e.close()
     nq = len(out)
     results["latency"] = {"config": {"coarse_k": cfg.appraise.coarse_k, "context_tokens": cfg.apply.context_tokens,
-                                     "max_rounds": cfg.assess.max_rounds, "few_shot": cfg.apply.few_shot},
+                                     "max_rounds": cfg.assess.max_rounds, "few_shot": cfg.apply.few_shot,
+                                     "prefix_cache_mb": cfg.llm.prefix_cache_mb},
                           "questions": out}
     print(f"\n### Per-stage latency, medr2 pipeline, {args.llm} generator + SmolLM2 scorer, {nq} demo questions\n")
     print(f"Demo budget: coarse k {cfg.appraise.coarse_k}, context {cfg.apply.context_tokens} tokens, "
-          f"T = {cfg.assess.max_rounds}, {cfg.apply.few_shot} CoT demonstration; nothing cached.\n")
+          f"T = {cfg.assess.max_rounds}, {cfg.apply.few_shot} CoT demonstration; no call cached; "
+          f"llm.prefix_cache_mb {cfg.llm.prefix_cache_mb}.\n")
     rows = [[name, f"{st['seconds'] / nq:.2f}", f"{st['llm_seconds'] / nq:.2f}", f"{st['calls'] / nq:.1f}",
-             f"{st['prompt_tokens'] / nq:.0f}", f"{st['completion_tokens'] / nq:.0f}"] for name, st in stages.items()]
-    print(table(rows, ["stage", "s/question", "LLM s/question", "calls", "prompt tokens", "completion tokens"]))
+             f"{st['prompt_tokens'] / nq:.0f}", f"{st.get('reused_tokens', 0) / nq:.0f}",
+             f"{st['completion_tokens'] / nq:.0f}",
+             f"{(st['prompt_tokens'] - st.get('reused_tokens', 0)) / st['llm_seconds']:.1f}" if st['llm_seconds'] else ""]
+            for name, st in stages.items()]
+    print(table(rows, ["stage", "s/question", "LLM s/question", "calls", "prompt tokens", "reused from KV cache",
+                       "completion tokens", "prefilled tokens per LLM second"]))
     wall = sum(x["wall_seconds"] for x in out) / nq
     total = sum(st["seconds"] for st in stages.values())
     llm = sum(st["llm_seconds"] for st in stages.values())
@@ -308,6 +317,8 @@ def main() -> int:
     ap.add_argument("--skip-llm", action="store_true", help="Offline parts only.")
     ap.add_argument("--llm-sample", type=int, default=30, help="MedQuAD held-out questions for the LLM classifier.")
     ap.add_argument("--latency-questions", type=int, default=3)
+    ap.add_argument("--prefix-cache-mb", type=int, default=None,
+                    help="llm.prefix_cache_mb for the latency section (0: keep only the last prompt's state)")
     ap.add_argument("--scale", default="small", choices=["small", "default"])
     ap.add_argument("--queries", type=int, default=150, help="Retrieval queries per task.")
     ap.add_argument("--cache-dir", type=Path, default=OUT / "cache")

@@ -102,9 +102,11 @@ class Medr2:
         """Hybrid search (dense + BM25, fused, coarse-reranked), filtered by source type, year
         and language; raises :class:`medr2.search.hybrid.QueryError` for a query or filter that
         cannot be searched."""
-        from medr2.search.hybrid import Filters, HybridSearcher
+        from medr2.search.hybrid import Filters, HybridSearcher, validate_query
 
         filters = Filters(list(source_types), year_min, year_max, list(languages))
+        # a query that cannot be searched is refused before any model loads
+        query = validate_query(query, self.index.config.query.max_query_chars)
         if self._searcher is None:
             self._searcher = HybridSearcher(self.index)
         return self._searcher.search(query, k=k, filters=filters, fusion=fusion)

@@ -121,12 +121,19 @@ class Passage(_Model):
 
 def prefixed_text(title: str, heading_path: list[str], text: str) -> str:
     """The passage with its title and heading path as a ``>`` prefix (what the embedder and the
-    reranker read)."""
+    reranker read).
+
+    >>> prefixed_text("Gout (review)", ["Gout", "Treatment"], "Allopurinol.")
+    'Gout (review) > Treatment\\nAllopurinol.'
+    """
     path = [p for p in ([title] if title else []) + heading_path if p]
-    # avoid repeating the title when it is also the first heading
+    # avoid repeating the title when it is also the first heading, even with a suffix ("X
+    # (illustrative)" over "X"): a repeat costs the reranker tokens of its length limit
     dedup: list[str] = []
     for p in path:
-        if not dedup or dedup[-1] != p:
+        last = dedup[-1].casefold().strip() if dedup else None
+        here = p.casefold().strip()
+        if last is None or not (last.startswith(here) or here.startswith(last)):
             dedup.append(p)
     prefix = " > ".join(dedup)
     return f"{prefix}\n{text}" if prefix else text
@@ -199,6 +206,8 @@ class EvidenceRow(_Model):
     kept: bool = False
     reason: str = ""
     n: Optional[int] = None  # citation number in the context
+    # what the prompt showed of the passage when sentence focus shortened it (apply.focus_sentences)
+    focus: Optional[str] = None
 
 
 class RoundRecord(_Model):

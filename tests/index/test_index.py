@@ -47,7 +47,10 @@ def test_search_finds_known_passages(any_index, query, doc_id):
 
 def test_hits_carry_heading_path_offsets_and_stable_ids(any_index):
     idx, _, _ = any_index
-    hit = HybridSearcher(idx).search("eGFR monitoring every three to six months", k=1).hits[0]
+    # (the ranking among this document's three short passages is the reranker's call and is
+    # measured by bench/retrieval.py; this test is about what a hit carries)
+    hits = HybridSearcher(idx).search("eGFR monitoring every three to six months", k=3).hits
+    (hit,) = [h for h in hits if "three to six months" in h.text]
     assert hit.heading_path == ["Metformin in kidney disease", "Monitoring"]
     doc = idx.store.get_document(hit.doc_id)
     (p,) = [p for p in idx.store.doc_passages(hit.doc_id) if p.passage_id == hit.passage_id]

@@ -51,6 +51,7 @@ class FakeEngine:
         self.leveler = EvidenceLeveler(a.levels, a.unknown_level)
         self.count_tokens = estimate_tokens
         self.answerers = {cot: CitedAnswerer(None, cot) for cot in (True, False)}
+        self.focus = None  # no sentence focus (apply.focus_sentences = 0)
         self._appraiser = None
         self.appraiser = Engine.appraiser.fget(self)
 

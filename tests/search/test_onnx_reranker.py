@@ -91,8 +91,8 @@ def test_runtime_choice_without_exports(tmp_path, monkeypatch):
 
 
 def test_a_changed_model_makes_its_export_stale(built, tmp_path):
-    """A trained model directory: its export is found by the content of its card and weights;
-    changing the card (a retrained model) makes it stale: auto falls back to torch, onnx refuses."""
+    """A trained model directory: its export is found by the content of its weights; changing
+    them (a retrained model) makes it stale: auto falls back to torch, onnx refuses."""
     model = tmp_path / "model"
     model.mkdir()
     for f in (CARD, WEIGHTS):
@@ -107,11 +107,15 @@ def test_a_changed_model_makes_its_export_stale(built, tmp_path):
         shutil.copy(src / MANIFEST, dst / MANIFEST)
     assert choose_runtime(str(model))[0] == "onnx"
     assert isinstance(load_cross_encoder(str(model), runtime="onnx"), OnnxCrossEncoder)
+    # re-choosing the calibration, prior or sibling weight (train-reranker --rechoose) keeps it
     card = json.loads((model / CARD).read_text())
-    card["calibration"]["a"] = 0.5
+    card["calibration"]["a"], card["prior"] = 0.5, 1.0
     (model / CARD).write_text(json.dumps(card, indent=2) + "\n")
+    assert reranker_status(str(model)).current and load_cross_encoder(str(model), runtime="onnx").prior == 1.0
+    # retrained weights make it stale
+    (model / WEIGHTS).write_bytes((model / WEIGHTS).read_bytes() + b" ")
     status = reranker_status(str(model))
-    assert status.state == "stale" and "card.json changed" in status.reason
+    assert status.state == "stale" and f"{WEIGHTS} changed" in status.reason
     assert choose_runtime(str(model))[0] == "torch"
     with pytest.raises(CrossEncoderError, match="stale.*medr2 build-runtime"):
         load_cross_encoder(str(model), runtime="onnx")

@@ -12,8 +12,8 @@ from conftest import shared
 from medr2.search.cross_encoder import (CARD, SHARED_KEYS, SHIPPED, WEIGHTS, CrossEncoderError, is_model_dir,
                                         load_cross_encoder)
 from medr2.search.rerank_data import RerankDataError, pairs_file
-from medr2.search.train_reranker import (TrainOptions, choose_prior, fit_calibration, pool_metrics, run, train,
-                                         with_prior)
+from medr2.search.train_reranker import (TrainOptions, choose_prior, fit_calibration, one_se_choice, pool_metrics,
+                                         rechoose, run, train, with_prior)
 
 TOPICS = [
     ("asthma", "inhaled corticosteroids", "airway inflammation and wheeze"),
@@ -106,6 +106,48 @@ def test_cli_needs_data_or_pairs(tmp_path):
 
     r = CliRunner().invoke(main, ["train-reranker", "--out", str(tmp_path / "m")])
     assert r.exit_code == 2 and "--data" in r.output
+    r = CliRunner().invoke(main, ["train-reranker", "--out", str(tmp_path / "m"), "--rechoose"])
+    assert r.exit_code == 2 and "card.json" in r.output
+
+
+def test_rechoose_rewrites_the_card_from_the_mined_dev_groups(tiny_model, tmp_path):
+    import shutil
+
+    root, card = tiny_model
+    model = tmp_path / "model"
+    shutil.copytree(root / "model", model)
+    with pytest.raises(ValueError, match="groups.json does not exist"):
+        rechoose(model, tmp_path / "nowork", log=lambda m: None)
+    c = json.loads((model / CARD).read_text())
+    c["prior"], c["calibration"]["a"] = 8.0, 9.0
+    (model / CARD).write_text(json.dumps(c))
+    again = rechoose(model, root / "work", log=lambda m: None)
+    assert again["prior"] == card["prior"] and again["calibration"] == card["calibration"]
+    assert json.loads((model / CARD).read_text())["prior"] == card["prior"]
+
+
+def test_one_se_rule_prefers_the_smaller_prior_within_noise():
+    rng = np.random.default_rng(1)
+    base = rng.random(400)
+    noisy = {(0.0, 2.0): base, (0.0, 1.0): np.clip(base - rng.normal(0.002, 0.05, 400), 0, 1),
+             (0.5, 1.0): np.clip(base - 0.2, 0, 1)}
+    assert one_se_choice(noisy) == (0.0, 1.0)  # 0.002 worse, well within one standard error
+    clear = {(0.0, 2.0): base, (0.0, 1.0): np.clip(base - 0.05, 0, 1)}
+    assert one_se_choice(clear) == (0.0, 2.0)  # always worse: the better setting stays
+
+
+def test_the_prior_reads_the_best_rank_of_an_expanded_pool():
+    from medr2.schema import Hit
+    from medr2.search.rerank import MedR2Reranker
+
+    rr = MedR2Reranker("bundled:medr2-reranker")
+    texts = ["Aspirin after myocardial infarction lowers mortality.", "Gout is treated with allopurinol."] * 3
+    hits = [Hit(passage_id=str(i), doc_id=str(i), text=t, score=0.0) for i, t in enumerate(texts)]
+    raw = rr.model.logits("aspirin after infarction", texts)
+    hits[5].scores["best_rank"] = 1  # fused 6th, but first in one phrasing's own list
+    out = {h.passage_id: h.scores["rerank"] for h in rr.rerank("aspirin after infarction", hits, 6)}
+    assert out["5"] == pytest.approx(raw[5], abs=1e-5)
+    assert out["3"] == pytest.approx(raw[3] - rr.model.prior * np.log(4), abs=1e-5)
 
 
 def test_calibration_recovers_a_known_logistic_and_metrics_rank_the_pool():

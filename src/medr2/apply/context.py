@@ -58,17 +58,25 @@ def token_counter(generator: Optional[LLM]) -> Callable[[str], int]:
     return lambda text: int(generator.count_tokens(text)) + EVIDENCE_HEADER_TOKENS
 
 
-def pack_rows(rows: list[EvidenceRow], budget: int, count: Callable[[str], int]) -> list[EvidenceItem]:
+def pack_rows(rows: list[EvidenceRow], budget: int, count: Callable[[str], int],
+              focused: Optional[dict[str, tuple[str, int, int]]] = None) -> list[EvidenceItem]:
     """Fill the window with the rows in their order, number the kept ones 1..k and say on each
     row why it is in or out. A row whose reason starts with "dropped" (a conflict's losing side,
     or under the relevance floor: "dropped: not relevant ...") is never packed, not even when
-    nothing else is left. When not even the best passage fits, it is given cut to the window."""
+    nothing else is left. When not even the best passage fits, it is given cut to the window.
+    ``focused``: ``{passage_id: (text, sentences kept, sentences)}`` from the sentence focus
+    (:mod:`medr2.apply.focus`); such a passage is counted and shown by its focused text."""
+    focused = focused or {}
+
+    def shown(r: EvidenceRow) -> str:
+        return focused[r.passage_id][0] if r.passage_id in focused else r.text
+
     eligible = [r for r in rows if not r.reason.startswith("dropped")]
-    chosen = set(pack([(r.passage_id, count(r.text)) for r in eligible], budget))
+    chosen = set(pack([(r.passage_id, count(shown(r))) for r in eligible], budget))
     clip: dict[str, str] = {}
     if eligible and not chosen:
         top = eligible[0]
-        clip[top.passage_id] = " ".join(top.text.split()[: max(budget * 2 // 3, 32)])
+        clip[top.passage_id] = " ".join(shown(top).split()[: max(budget * 2 // 3, 32)])
         chosen = {top.passage_id}
     items, n = [], 0
     for r in rows:
@@ -76,8 +84,12 @@ def pack_rows(rows: list[EvidenceRow], budget: int, count: Callable[[str], int])
             n += 1
             r.kept, r.n = True, n
             r.reason = "in context" + (" (cut to fit the window)" if r.passage_id in clip else "")
+            if r.passage_id in focused:
+                _, k, total = focused[r.passage_id]
+                r.reason += f" (focused: {k} of {total} sentences)"
+                r.focus = shown(r)
             items.append(EvidenceItem(n, r.passage_id, r.title, r.source_type.value, r.level,
-                                      clip.get(r.passage_id, r.text)))
+                                      clip.get(r.passage_id, shown(r))))
         elif not r.reason:
             r.kept, r.reason = False, f"outside the context window (w = {budget} tokens)"
     return items

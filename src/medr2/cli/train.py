@@ -35,13 +35,26 @@ from medr2.cli.common import EXIT_USAGE, fail
               help="Gold passages per query; each epoch draws one of them as the positive.")
 @click.option("--dev-fraction", default=0.1, show_default=True, type=click.FloatRange(0.0, 0.5))
 @click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--rechoose", is_flag=True,
+              help="Do not train: choose the sibling weight, rank prior and calibration of the model in --out "
+                   "again on the dev groups mined in --work (ONNX Runtime int8, as it will run).")
 def train_reranker(data, pair_files, out_dir, work_dir, layers, max_length, epochs, max_steps, negatives,
-                   batch_groups, lr, medquad_limit, positives, dev_fraction, seed):
+                   batch_groups, lr, medquad_limit, positives, dev_fraction, seed, rechoose):
     """Fine-tune the bundled MiniLM into a cross-encoder reranker with hard negatives mined from
     a medr2 index; writes the weights, card.json (data, steps, time, dev scores, calibration)."""
     from medr2.search.rerank_data import RerankDataError
-    from medr2.search.train_reranker import TrainOptions, run
+    from medr2.search.train_reranker import TrainOptions, rechoose as rechoose_card, run
 
+    out = Path(out_dir)
+    work = Path(work_dir) if work_dir else out.with_name(out.name + ".work")
+    if rechoose:
+        try:
+            card = rechoose_card(out, work, log=lambda m: click.echo(m, err=True))
+        except ValueError as e:
+            fail(str(e), EXIT_USAGE)
+        click.echo(json.dumps({k: card.get(k) for k in ("sibling", "prior", "calibration")}, indent=2))
+        click.echo(f"rewrote {out / 'card.json'}")
+        return
     if data is None and not pair_files:
         fail("give --data (the shared data folder) and/or --pairs FILE", EXIT_USAGE)
     if data is not None and not Path(data).is_dir():
@@ -49,8 +62,6 @@ def train_reranker(data, pair_files, out_dir, work_dir, layers, max_length, epoc
     opts = TrainOptions(layers=layers, max_length=max_length, epochs=epochs, max_steps=max_steps,
                         negatives=negatives, batch_groups=batch_groups, lr=lr, medquad_limit=medquad_limit, positives=positives,
                         dev_fraction=dev_fraction, seed=seed)
-    out = Path(out_dir)
-    work = Path(work_dir) if work_dir else out.with_name(out.name + ".work")
     try:
         card = run(Path(data) if data else None, [Path(p) for p in pair_files], out, work, opts,
                    log=lambda m: click.echo(m, err=True), progress=sys.stderr.isatty())

@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from medr2.config.base import Section
 
 
@@ -30,6 +32,13 @@ class LLMConfig(Section):
     # Local backends.
     n_ctx: int = 8192
     n_threads: int = 0  # 0: all cores
+    # llama.cpp prompt batch (n_batch) and physical batch (n_ubatch); bench/prefill.py measures them.
+    n_batch: int = Field(512, ge=8)
+    n_ubatch: int = Field(512, ge=8)
+    # llama.cpp: RAM kept for the KV states of earlier prompts (MiB), so a prompt that opens like
+    # an earlier one (the instructions and demonstrations of every answer, classification and
+    # reformulation prompt) is not prefilled again. 0 keeps only the last prompt's state.
+    prefix_cache_mb: int = Field(1024, ge=0)
     # Deterministic decoding by default.
     temperature: float = 0.0
     seed: int = 0

@@ -85,8 +85,9 @@ class AppraiseConfig(Section):
     order: Literal["relevance", "paper"] = "relevance"
     # w above. Chosen on 401 dev queries (the shipped reranker's dev side; never benchmark
     # questions) by bench/tune_relevance.py's rule: the largest w within 0.005 nDCG@10 of the
-    # best. At 1.0 a 20-fold F ratio (guideline over expert opinion) is 3 logits in the key.
-    relevance_weight: float = Field(1.0, ge=0)
+    # best, overall and on the PubMedQA and MedQuAD sides alone (1.0 cost 0.015 on the PubMedQA
+    # side). At 0.3 a 20-fold F ratio (guideline over expert opinion) is 0.9 logits in the key.
+    relevance_weight: float = Field(0.3, ge=0)
     # Rows whose relevance is below this never reach the context ("dropped: not relevant").
     # Chosen by the same script: the largest floor that keeps context Recall@10 within 0.01 of
     # no floor. Applied by the "relevance" order only.
@@ -148,6 +149,11 @@ class ApplyConfig(Section):
     # answer's framing beside max_answer_tokens (ours: the two-shot CoT prompt measures ~850
     # tokens with the bundled generator's tokenizer).
     prompt_overhead_tokens: int = Field(900, ge=0)
+    # Sentence focus (medr2.apply.focus): each passage in the context shows the model only its
+    # N sentences that bear most on the question (scored by medr2's cross-encoder, else by term
+    # overlap); citations still point at the whole passage. 0 shows whole passages: the default
+    # until the evaluation grid (issue 35) measures what focus does to accuracy.
+    focus_sentences: int = Field(0, ge=0)
 
 
 class AmtConfig(Section):

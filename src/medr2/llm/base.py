@@ -37,22 +37,26 @@ class Usage:
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # prompt tokens whose KV state was reused from an earlier call (not prefilled again)
+    reused_tokens: int = 0
     seconds: float = 0.0
     by_stage: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def _stage(self, stage: str) -> dict[str, float]:
-        return self.by_stage.setdefault(stage, {"calls": 0, "cached_calls": 0, "prompt_tokens": 0,
+        return self.by_stage.setdefault(stage, {"calls": 0, "cached_calls": 0, "prompt_tokens": 0, "reused_tokens": 0,
                                                 "completion_tokens": 0, "llm_seconds": 0.0, "seconds": 0.0})
 
-    def add(self, stage: str, prompt_tokens: int, completion_tokens: int, seconds: float) -> None:
-        """One model call that really ran."""
+    def add(self, stage: str, prompt_tokens: int, completion_tokens: int, seconds: float, reused: int = 0) -> None:
+        """One model call that really ran; ``reused`` of its prompt tokens came from a kept KV state."""
         self.calls += 1
         self.prompt_tokens += prompt_tokens
         self.completion_tokens += completion_tokens
+        self.reused_tokens += reused
         self.seconds += seconds
         s = self._stage(stage)
         s["calls"] += 1
         s["prompt_tokens"] += prompt_tokens
+        s["reused_tokens"] = s.get("reused_tokens", 0) + reused
         s["completion_tokens"] += completion_tokens
         s["llm_seconds"] += seconds
 
@@ -67,7 +71,8 @@ class Usage:
     def to_dict(self) -> dict[str, Any]:
         total = sum(s["seconds"] for s in self.by_stage.values())
         llm = sum(s["llm_seconds"] for s in self.by_stage.values())
-        return {"calls": self.calls, "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+        return {"calls": self.calls, "prompt_tokens": self.prompt_tokens, "reused_tokens": self.reused_tokens,
+                "completion_tokens": self.completion_tokens,
                 "llm_seconds": round(self.seconds, 3), "seconds": round(total, 3),
                 "outside_llm_share": round(min(max((total - llm) / total, 0.0), 1.0), 4) if total > 0 else None,
                 "stages": {k: {kk: (round(vv, 3) if isinstance(vv, float) else vv) for kk, vv in v.items()}
@@ -124,7 +129,7 @@ def current_stage() -> str:
 
 
 def record(own: Optional[Usage], prompt_tokens: int, completion_tokens: int, seconds: float,
-           cached: bool = False) -> None:
+           cached: bool = False, reused: int = 0) -> None:
     """Account one call on the backend's own usage and on the active run's."""
     st = current_stage()
     for u in (own, _RUN_USAGE.get()):
@@ -133,7 +138,7 @@ def record(own: Optional[Usage], prompt_tokens: int, completion_tokens: int, sec
         if cached:
             u.add_cached(st)
         else:
-            u.add(st, prompt_tokens, completion_tokens, seconds)
+            u.add(st, prompt_tokens, completion_tokens, seconds, reused)
 
 
 class LLM(Protocol):

@@ -122,13 +122,29 @@ def resolve_gguf(model: str) -> Path:
     return p
 
 
+def longest_prefix(a, b) -> int:
+    """Length of the common start of two token sequences.
+
+    >>> longest_prefix([1, 2, 3], [1, 2, 4, 5]), longest_prefix([], [1]), longest_prefix((7,), [7])
+    (2, 0, 1)
+    """
+    return shared_prefix(list(a), list(b))
+
+
 class LlamaCppLLM:
     """Loads lazily: a vocabulary-only instance for token counts, a generation instance for chat,
     and, only when continuations are scored, an instance keeping the logits of every position
-    (``logits_all``; costly on long prompts, so generation never uses it)."""
+    (``logits_all``; costly on long prompts, so generation never uses it).
+
+    Prefix reuse: a chat prompt that opens like the previous one continues from its KV state, and
+    with ``prefix_cache_mb`` > 0 the states of earlier prompts are kept in RAM (llama.cpp's
+    ``LlamaRAMCache``), so the answer, classification and reformulation prompts each find their
+    own fixed opening (instructions, demonstrations) already evaluated. ``reused_tokens`` in the
+    usage counts what was not prefilled again."""
 
     def __init__(self, model: str, n_ctx: int = 4096, n_threads: int = 2, seed: int = 0,
-                 cache: Optional[LLMCache] = None):
+                 cache: Optional[LLMCache] = None, n_batch: int = 512, n_ubatch: int = 512,
+                 prefix_cache_mb: int = 1024):
         try:
             import llama_cpp
         except ImportError:
@@ -139,6 +155,8 @@ class LlamaCppLLM:
         self.name = f"llama.cpp:{self.path.name}"
         self.n_ctx = n_ctx
         self.n_threads = n_threads
+        self.n_batch, self.n_ubatch = n_batch, n_ubatch
+        self.prefix_cache_mb = prefix_cache_mb
         self.cache = cache
         self.usage = Usage()
         self.seed = seed
@@ -154,7 +172,8 @@ class LlamaCppLLM:
     def _load(self, **kw):
         try:
             return self._llama_cpp.Llama(model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
-                                         seed=self.seed, verbose=False, **kw)
+                                         n_threads_batch=self.n_threads, n_batch=self.n_batch,
+                                         n_ubatch=self.n_ubatch, seed=self.seed, verbose=False, **kw)
         except Exception as e:
             raise LLMError(f"cannot load {self.path} with llama.cpp ({type(e).__name__}: {e})") from None
 
@@ -162,7 +181,18 @@ class LlamaCppLLM:
     def generator(self):
         if self._gen is None:
             self._gen = self._load(logits_all=False)
+            if self.prefix_cache_mb > 0:
+                self._gen.set_cache(self._llama_cpp.LlamaRAMCache(capacity_bytes=self.prefix_cache_mb << 20))
         return self._gen
+
+    def _known_states(self, llm) -> list:
+        """Token sequences whose KV state the generator holds now: its live context and, with the
+        RAM cache, every kept state."""
+        known = [llm._input_ids[: llm.n_tokens].tolist()]
+        cache = getattr(llm, "cache", None)
+        if cache is not None:
+            known.extend(list(k) for k in getattr(cache, "cache_state", {}).keys())
+        return known
 
     @property
     def scorer(self):
@@ -185,7 +215,7 @@ class LlamaCppLLM:
         if json_schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": grammar_schema(json_schema)}
         llm = self.generator
-        llm.reset()
+        known = self._known_states(llm)
         try:
             r = llm.create_chat_completion(messages=messages, max_tokens=max_tokens, temperature=temperature,
                                            seed=seed, **kwargs)
@@ -197,7 +227,10 @@ class LlamaCppLLM:
         out = {"text": r["choices"][0]["message"]["content"] or "",
                "prompt_tokens": r["usage"]["prompt_tokens"], "completion_tokens": r["usage"]["completion_tokens"],
                "finish_reason": r["choices"][0].get("finish_reason")}
-        record(self.usage, out["prompt_tokens"], out["completion_tokens"], time.perf_counter() - t)
+        prompt_ids = llm._input_ids[: out["prompt_tokens"]].tolist()
+        # llama.cpp re-evaluates the last prompt token when the whole prompt was kept
+        reused = min(max((longest_prefix(k, prompt_ids) for k in known), default=0), max(len(prompt_ids) - 1, 0))
+        record(self.usage, out["prompt_tokens"], out["completion_tokens"], time.perf_counter() - t, reused=reused)
         return out
 
     @cached("continuation_logprobs")

@@ -56,6 +56,7 @@ class Method:
         # the question itself, retrieved beside a same-language reformulation and read by the
         # coarse reranker (set per question by gated_formulate)
         self.anchor: Optional[str] = None
+        self.question = ""  # the question being answered (the sentence focus reads it)
         if rounds is not None and rounds > 1 and not self.iterate:
             raise ValueError(f"--rounds applies to the iterating pipeline (medr2), not to {name}")
         self.rounds = rounds if rounds is not None else (engine.config.assess.max_rounds if self.iterate else 1)
@@ -70,6 +71,7 @@ class Method:
         self.exclude_docs = frozenset(exclude_docs)
         self.anchor = None
         question = validate_query(question, cfg.query.max_question_chars, "query.max_question_chars")
+        self.question = question
         options = validate_options(options)
         usage = Usage()
         res = AskResult(question=question, options=options, pipeline=self.name, models=e.model_names())
@@ -127,8 +129,13 @@ class Method:
         return evidence_budget(self.engine.config, self.engine.generator)
 
     def pack(self, rows: list[EvidenceRow], budget: Optional[int] = None) -> list[EvidenceItem]:
+        focus, focused = self.engine.focus, None
+        if focus is not None and self.question:
+            with stage("focus"):
+                focused = focus.texts(self.question, {r.passage_id: r.text for r in rows
+                                                      if not r.reason.startswith("dropped")})
         with stage("pack"):
-            return pack_rows(rows, self.budget() if budget is None else budget, self.engine.count_tokens)
+            return pack_rows(rows, self.budget() if budget is None else budget, self.engine.count_tokens, focused)
 
     def use_loglik(self, options: dict[str, str]) -> bool:
         if not self.answer_mode.startswith("loglik"):

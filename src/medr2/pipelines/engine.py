@@ -19,6 +19,7 @@ from typing import Optional
 
 from medr2.apply.answer import CitedAnswerer
 from medr2.apply.context import token_counter
+from medr2.apply.focus import SentenceFocus
 from medr2.appraise.appraiser import Appraiser
 from medr2.appraise.conflicts import LLMConflicts, RuleConflicts
 from medr2.appraise.doc_type import doc_typer_for
@@ -33,7 +34,7 @@ from medr2.llm.cache import LLMCache
 from medr2.schema import Hit
 from medr2.search.hybrid import HybridSearcher
 from medr2.search.llm_rerank import LLMPointwiseReranker
-from medr2.search.rerank import load_reranker
+from medr2.search.rerank import MedR2Reranker, load_reranker
 
 
 class Engine:
@@ -58,6 +59,15 @@ class Engine:
         a = cfg.apply
         self.answerers = {cot: CitedAnswerer(generator, cot, a.few_shot, a.max_answer_tokens, cfg.llm.json_retries)
                           for cot in (True, False)}
+        self.focus = self._focus(a.focus_sentences)
+
+    def _focus(self, keep: int) -> Optional[SentenceFocus]:
+        """The sentence focus (apply.focus_sentences > 0): scored by medr2's cross-encoder when
+        it is the coarse reranker, else by term overlap."""
+        if keep <= 0:
+            return None
+        rr = self.searcher.reranker
+        return SentenceFocus(keep, rr.model.logits if isinstance(rr, MedR2Reranker) else None)
 
     @classmethod
     def open(cls, index_path: str | Path, config: Optional[Config] = None, generator: Optional[str] = None,

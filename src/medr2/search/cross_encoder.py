@@ -143,9 +143,11 @@ class CrossEncoderBase:
 
     runtime = ""
 
-    def __init__(self, tok, card: dict, name: str, batch_size: int = 32):
+    def __init__(self, tok, card: dict, name: str, batch_size: int = 32, max_length: int = 0):
         self.tok, self.card, self.name = tok, card, name
-        self.max_length = int(card["max_length"])
+        # tokens read per (query, passage) pair: the card's training length unless a shorter one
+        # is asked for (rerank.max_length)
+        self.max_length = int(max_length) if max_length else int(card["max_length"])
         cal = card.get("calibration") or {"a": 1.0, "b": 0.0}
         self.a, self.b = float(cal["a"]), float(cal["b"])
         # weight of the first-stage (fused) rank as a prior, chosen on the dev side at training
@@ -168,9 +170,13 @@ class CrossEncoderBase:
         """Each logit moved toward its document's best passage by the card's ``sibling`` weight."""
         return sibling_smooth(logits, doc_ids, self.sibling)
 
-    def with_prior(self, logits: np.ndarray) -> np.ndarray:
-        """The score of passages given in fused order: logit - prior * ln(rank)."""
-        return np.asarray(logits, dtype=np.float64) - self.prior * np.log(np.arange(1, len(logits) + 1))
+    def with_prior(self, logits: np.ndarray, ranks: Optional[Sequence[int]] = None) -> np.ndarray:
+        """The score of passages given in fused order: logit - prior * ln(rank), where rank is the
+        position in the order given, or the first-stage rank in ``ranks`` when that is better."""
+        pos = np.arange(1, len(logits) + 1, dtype=np.float64)
+        if ranks is not None:
+            pos = np.minimum(pos, np.asarray(ranks, dtype=np.float64))
+        return np.asarray(logits, dtype=np.float64) - self.prior * np.log(pos)
 
     def calibrate(self, logits: np.ndarray) -> np.ndarray:
         return 1.0 / (1.0 + np.exp(-(self.a * np.asarray(logits, dtype=np.float64) + self.b)))
@@ -190,8 +196,8 @@ class MiniCrossEncoder(CrossEncoderBase):
 
     runtime = "torch"
 
-    def __init__(self, model, tok, card: dict, name: str, batch_size: int = 32):
-        super().__init__(tok, card, name, batch_size)
+    def __init__(self, model, tok, card: dict, name: str, batch_size: int = 32, max_length: int = 0):
+        super().__init__(tok, card, name, batch_size, max_length)
         self.model = model
 
     def logits(self, query: str, texts: Sequence[str]) -> np.ndarray:
@@ -212,8 +218,9 @@ class OnnxCrossEncoder(CrossEncoderBase):
 
     runtime = "onnx"
 
-    def __init__(self, sess, tok, card: dict, name: str, batch_size: int = 32, quantized: bool = True):
-        super().__init__(tok, card, name, batch_size)
+    def __init__(self, sess, tok, card: dict, name: str, batch_size: int = 32, quantized: bool = True,
+                 max_length: int = 0):
+        super().__init__(tok, card, name, batch_size, max_length)
         self.session = sess
         self.quantized = quantized
 
@@ -265,10 +272,12 @@ def runtime_name(spec: str, quantize: bool) -> str:
 
 
 def runtime_sources(path: Path) -> list[Path]:
-    """What an export is built from: the card, the shipped delta and the bundled base weights and
-    tokenizer (a retrained model changes the first two, and the export turns stale)."""
+    """What an export is built from: the shipped delta and the bundled base weights and tokenizer
+    (a retrained model changes the delta, and the export turns stale). The card is not a source:
+    what the graph depends on in it (the layer count) changes the delta too, and its calibration,
+    prior and sibling weight apply outside the graph, so re-choosing them keeps the export."""
     base = base_model_dir()
-    return [path / CARD, path / WEIGHTS, base / "model.safetensors", base / "tokenizer.json"]
+    return [path / WEIGHTS, base / "model.safetensors", base / "tokenizer.json"]
 
 
 def reranker_status(spec: str, quantize: bool = True) -> Status:
@@ -320,22 +329,23 @@ def build_runtime(spec: str = BUNDLED_NAME, force: bool = False,
 
 
 def load_cross_encoder(spec: str, quantize: bool = True, threads: Optional[int] = None,
-                       batch_size: int = 32, runtime: str = "auto") -> CrossEncoderBase:
+                       batch_size: int = 32, runtime: str = "auto", max_length: int = 0) -> CrossEncoderBase:
     """``bundled:medr2-reranker`` or a directory written by ``medr2 train-reranker``, on ONNX
-    Runtime or PyTorch as ``runtime`` ("auto" | "onnx" | "torch") and the built exports decide."""
+    Runtime or PyTorch as ``runtime`` ("auto" | "onnx" | "torch") and the built exports decide;
+    ``max_length`` > 0 reads fewer tokens per pair than the card's training length."""
     path = model_dir(spec)
     card = json.loads((path / CARD).read_text())
     name = spec if spec.startswith("bundled:") else str(path)
     engine, status = choose_runtime(spec, quantize, runtime)
     if engine == "onnx":
-        tok = load_tokenizer(base_model_dir() / "tokenizer.json", int(card["max_length"]))
+        tok = load_tokenizer(base_model_dir() / "tokenizer.json", int(max_length or card["max_length"]))
         return OnnxCrossEncoder(session(status.model_path, threads or thread_budget()), tok, card, name, batch_size,
-                                quantize)
-    return _load_torch(path, card, name, quantize, threads, batch_size)
+                                quantize, max_length)
+    return _load_torch(path, card, name, quantize, threads, batch_size, max_length)
 
 
 def _load_torch(path: Path, card: dict, name: str, quantize: bool, threads: Optional[int],
-                batch_size: int) -> MiniCrossEncoder:
+                batch_size: int, max_length: int = 0) -> MiniCrossEncoder:
     import torch
     from safetensors.torch import load_file
 
@@ -358,4 +368,4 @@ def _load_torch(path: Path, card: dict, name: str, quantize: bool, threads: Opti
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
-    return MiniCrossEncoder(model, tokenizer(), card, name, batch_size)
+    return MiniCrossEncoder(model, tokenizer(), card, name, batch_size, max_length)

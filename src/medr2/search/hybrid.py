@@ -164,7 +164,8 @@ class HybridSearcher:
     def pool_many(self, queries: list[str], k: int, exclude_docs: frozenset[str] = frozenset()) -> list[Hit]:
         """Several phrasings of one question (the question and its reformulation): each query's
         pool, fused by reciprocal rank (fusion.rrf_k), cut to max(k, rerank.top_n). A passage
-        keeps the scores of the first query that found it; ``expanded`` is its fused score."""
+        keeps the scores of the first query that found it; ``expanded`` is its fused score and
+        ``best_rank`` its best rank in any one query's pool (the reranker's prior reads it)."""
         if len(queries) == 1:
             return self.pool(queries[0], k, exclude_docs=exclude_docs)
         first: dict[str, Hit] = {}
@@ -179,6 +180,7 @@ class HybridSearcher:
         for pid in order[: max(k, self.config.rerank.top_n)]:
             h = first[pid]
             h.scores["expanded"] = round(fused[pid], 6)
+            h.scores["best_rank"] = min(r for r in ranks[pid] if r is not None)
             h.score = fused[pid]
             out.append(h)
         return out

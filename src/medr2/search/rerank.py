@@ -79,10 +79,12 @@ class CrossEncoderReranker:
 class MedR2Reranker:
     """medr2's own cross-encoder (:mod:`medr2.search.cross_encoder`), calibrated relevance."""
 
-    def __init__(self, spec: str, batch_size: int = 32, quantize: bool = True, runtime: str = "auto"):
+    def __init__(self, spec: str, batch_size: int = 32, quantize: bool = True, runtime: str = "auto",
+                 max_length: int = 0):
         from medr2.search.cross_encoder import load_cross_encoder
 
-        self.model = load_cross_encoder(spec, quantize=quantize, batch_size=batch_size, runtime=runtime)
+        self.model = load_cross_encoder(spec, quantize=quantize, batch_size=batch_size, runtime=runtime,
+                                        max_length=max_length)
         self.name = self.model.name
         self.runtime = self.model.runtime  # "onnx" or "torch"
 
@@ -90,7 +92,10 @@ class MedR2Reranker:
         if not hits:
             return []
         raw = self.model.logits(query, [h.embedding_text() for h in hits])
-        score = self.model.with_prior(self.model.with_siblings(raw, [h.doc_id for h in hits]))
+        # an expanded pool (question + reformulation, fused) records each passage's best rank in
+        # any one query's list: the prior trusts the phrasing that found it best
+        ranks = [int(h.scores.get("best_rank") or i + 1) for i, h in enumerate(hits)]
+        score = self.model.with_prior(self.model.with_siblings(raw, [h.doc_id for h in hits]), ranks)
         return _set_scores(hits, score, self.model.calibrate(score), top_n)
 
 
@@ -100,7 +105,7 @@ def load_reranker(cfg: RerankConfig, device: str = "cpu") -> Reranker:
     from medr2.search.cross_encoder import is_model_dir
 
     if cfg.cross_encoder.lower() == "bundled:medr2-reranker" or is_model_dir(cfg.cross_encoder):
-        return MedR2Reranker(cfg.cross_encoder, cfg.batch_size, cfg.quantize, cfg.runtime)
+        return MedR2Reranker(cfg.cross_encoder, cfg.batch_size, cfg.quantize, cfg.runtime, cfg.max_length)
     if cfg.runtime == "onnx":
         raise RuntimeError(f"rerank.runtime = 'onnx' runs medr2's own cross-encoders; {cfg.cross_encoder!r} is a "
                            "sentence-transformers model, which runs on torch: set rerank.runtime to 'auto' or 'torch'")
