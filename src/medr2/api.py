@@ -73,6 +73,17 @@ class Medr2:
                 Index.open(index_dir, config or Config(), create=True).close()
         return cls(index_dir, config, generator=generator, scorer=scorer)
 
+    @classmethod
+    def over(cls, engine: "Engine") -> "Medr2":
+        """The API over an engine held open elsewhere (the HTTP service's, which reopens it after
+        writes): search and ask use it; closing this object leaves it open."""
+        kb = cls.__new__(cls)
+        kb.index_dir, kb.config = Path(engine.index.path), engine.config
+        kb.generator = kb.scorer = None
+        kb._index, kb._engine, kb._searcher = engine.index, engine, engine.searcher
+        kb._borrowed = True
+        return kb
+
     # reading ------------------------------------------------------------------------------
     @property
     def index(self) -> "Index":
@@ -159,6 +170,9 @@ class Medr2:
     # lifetime -----------------------------------------------------------------------------
     def _release(self) -> None:
         """Close what reads the index (reopened on next use, so it sees the writes)."""
+        if getattr(self, "_borrowed", False):
+            raise RuntimeError("this Medr2 object runs over an engine held elsewhere (Medr2.over): it searches "
+                               "and asks; ingest and remove through the owner of that engine")
         if self._engine is not None:
             self._engine.close()  # closes the index too
         elif self._index is not None:
@@ -166,7 +180,8 @@ class Medr2:
         self._engine = self._searcher = self._index = None
 
     def close(self) -> None:
-        self._release()
+        if not getattr(self, "_borrowed", False):
+            self._release()
 
     def __enter__(self) -> "Medr2":
         return self

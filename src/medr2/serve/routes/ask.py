@@ -48,15 +48,16 @@ def check_limits(st: ServeState, body: AskBody) -> None:
 def answer(st: ServeState, body: AskBody, listener: Optional[Callable[[str], None]] = None) -> dict[str, Any]:
     """Run the mode's pipeline on the current engine (in a worker thread); ``listener`` hears
     each stage's name as it starts."""
+    from medr2.api import Medr2
     from medr2.llm.base import listen
-    from medr2.pipelines import Pipeline
 
     with st.holder.use() as e:
+        kb = Medr2.over(e)
         if listener is not None:
             with listen(listener):
-                res = Pipeline(e, MODES[body.mode]).run(body.question, body.options)
+                res = kb.ask(body.question, body.options, pipeline=MODES[body.mode])
         else:
-            res = Pipeline(e, MODES[body.mode]).run(body.question, body.options)
+            res = kb.ask(body.question, body.options, pipeline=MODES[body.mode])
     out = json.loads(res.model_dump_json())
     st.metrics.add_usage(out.get("usage") or {})
     if st.sv.log_content:

@@ -37,7 +37,8 @@ def check_languages(store, languages: list[str]) -> None:
 
 @router.post("/search")
 def search(body: SearchBody, st: State) -> dict[str, Any]:
-    from medr2.search.hybrid import Filters, QueryError
+    from medr2.api import Medr2
+    from medr2.search.hybrid import QueryError
 
     sv = st.sv
     if body.k > sv.max_k:
@@ -45,10 +46,10 @@ def search(body: SearchBody, st: State) -> dict[str, Any]:
     if len(body.query) > sv.max_question_chars:
         raise HTTPException(413, f"query longer than {sv.max_question_chars} characters")
     try:
-        f = Filters(list(body.source_types), body.year_min, body.year_max, list(body.languages))
         with st.holder.use() as e:
             check_languages(e.index.store, body.languages)
-            res = e.searcher.search(body.query, k=body.k, filters=f)
+            res = Medr2.over(e).search(body.query, k=body.k, source_types=body.source_types,
+                                       year_min=body.year_min, year_max=body.year_max, languages=body.languages)
     except (QueryError, ValueError) as exc:
         raise HTTPException(422, short(exc, 500)) from None
     return json.loads(res.model_dump_json())
