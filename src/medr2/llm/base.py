@@ -56,7 +56,7 @@ class Usage:
         s = self._stage(stage)
         s["calls"] += 1
         s["prompt_tokens"] += prompt_tokens
-        s["reused_tokens"] = s.get("reused_tokens", 0) + reused
+        s["reused_tokens"] += reused
         s["completion_tokens"] += completion_tokens
         s["llm_seconds"] += seconds
 

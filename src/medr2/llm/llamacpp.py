@@ -122,15 +122,6 @@ def resolve_gguf(model: str) -> Path:
     return p
 
 
-def longest_prefix(a, b) -> int:
-    """Length of the common start of two token sequences.
-
-    >>> longest_prefix([1, 2, 3], [1, 2, 4, 5]), longest_prefix([], [1]), longest_prefix((7,), [7])
-    (2, 0, 1)
-    """
-    return shared_prefix(list(a), list(b))
-
-
 class LlamaCppLLM:
     """Loads lazily: a vocabulary-only instance for token counts, a generation instance for chat,
     and, only when continuations are scored, an instance keeping the logits of every position
@@ -229,7 +220,7 @@ class LlamaCppLLM:
                "finish_reason": r["choices"][0].get("finish_reason")}
         prompt_ids = llm._input_ids[: out["prompt_tokens"]].tolist()
         # llama.cpp re-evaluates the last prompt token when the whole prompt was kept
-        reused = min(max((longest_prefix(k, prompt_ids) for k in known), default=0), max(len(prompt_ids) - 1, 0))
+        reused = min(max((shared_prefix(k, prompt_ids) for k in known), default=0), max(len(prompt_ids) - 1, 0))
         record(self.usage, out["prompt_tokens"], out["completion_tokens"], time.perf_counter() - t, reused=reused)
         return out
 
