@@ -217,18 +217,25 @@ def main() -> int:
     ap.add_argument("--reranker", default="",
                     help="coarse reranker of section 4 (a `medr2 train-reranker` output folder or hub id); "
                          "default: the shipped one")
+    ap.add_argument("--dense-model", default="",
+                    help="dense encoder of the index (e.g. bundled:all-MiniLM-L6-v2-int8); its own work folder "
+                         "bench/out/SCALE-MODEL; default: the configured one")
     args = ap.parse_args()
     if not DATA.exists():
         print(f"needs ../shared/data (looked at {DATA})", file=sys.stderr)
         return 2
     scale = SCALES[args.scale]
     work = OUT / args.scale
+    if args.dense_model:
+        work = OUT / f"{args.scale}-{args.dense_model.split(':')[-1].lower()}"
     corpus = work / "corpus"
     if corpus.exists():
         shutil.rmtree(corpus)
     gold = build_corpus(scale, corpus)
     cfg = Config()
     cfg.sparse.splade_model = args.splade
+    if args.dense_model:
+        cfg.dense.model = args.dense_model
     cfg.fusion.dense_k = cfg.fusion.sparse_k = 100
 
     cost = not args.reuse_index

@@ -244,6 +244,10 @@ class AskResult(_Model):
     rounds: list[RoundRecord] = Field(default_factory=list)
     # graph mode (--kg): linked entities, the tiered statements shown (label T#), withheld ones, conflicts
     subgraph: dict[str, Any] = Field(default_factory=dict)
+    # the evidence gate (medr2.apply.gate): whether the evidence was used for the answer and why;
+    # None where no gate ran (direct answering, no evidence, gate.enabled = false)
+    evidence_used: Optional[bool] = None
+    gate: dict[str, Any] = Field(default_factory=dict)
     usage: dict[str, Any] = Field(default_factory=dict)
     models: dict[str, Optional[str]] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)

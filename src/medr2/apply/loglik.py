@@ -83,8 +83,9 @@ class LoglikAnswerer:
             scores[k] = lps[0] if lps else float("-inf")  # the letter is one token in common vocabularies
         return scores
 
-    def answer(self, question: str, options: dict[str, str], evidence: list[EvidenceItem],
-               graph: Optional[str] = None) -> Answer:
+    def letter_scores(self, question: str, options: dict[str, str], evidence: list[EvidenceItem],
+                      graph: Optional[str] = None) -> tuple[dict[str, float], str]:
+        """Each option letter's score (calibrated in ``loglik-cal``) and the rationale that shows them."""
         if not options:
             raise ValueError("log-likelihood answering scores options: give the question's options "
                              "(or use --answer-mode generate)")
@@ -97,6 +98,14 @@ class LoglikAnswerer:
             scores = calibrated(scores, free)
             why += ("; after the content-free prompt: " + ", ".join(f"{k} {s:.3f}" for k, s in free.items())
                     + "; calibrated: " + ", ".join(f"{k} {s:.3f}" for k, s in scores.items()))
+        return scores, why
+
+    def answer(self, question: str, options: dict[str, str], evidence: list[EvidenceItem],
+               graph: Optional[str] = None) -> Answer:
+        scores, why = self.letter_scores(question, options, evidence, graph)
+        return self.as_answer(scores, why, len(evidence))
+
+    def as_answer(self, scores: dict[str, float], why: str, n_evidence: int) -> Answer:
         return Answer(pick(scores), why, [], [], False, "loglik",
                       [f"log-likelihood mode{' (calibrated)' if self.calibrate else ''}: conditioned on "
-                       f"{len(evidence)} passage(s); no citations are generated"])
+                       f"{n_evidence} passage(s); no citations are generated"])

@@ -78,7 +78,9 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
         return {"answer": res.answer, "rationale": res.rationale, "citations": res.citations,
                 "insufficient": res.insufficient, "usage": res.usage, "method": res.method,
                 "error": res.answer if res.method == "error" else None,  # "...the generator failed (why)"
-                "context": [{"passage_id": r.passage_id, "doc_id": r.doc_id} for r in res.evidence if r.kept]}
+                "context": [{"passage_id": r.passage_id, "doc_id": r.doc_id, "relevance": r.relevance}
+                            for r in res.evidence if r.kept],
+                "gate": res.gate or None}
 
     out = run_dir(out_dir, qs[0].dataset if qs else Path(name).stem, method, answer_mode,
                   getattr(engine.generator, "name", None))

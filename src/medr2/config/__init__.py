@@ -31,9 +31,9 @@ from medr2.config.kg import KGConfig
 from medr2.config.llm import LLMConfig
 from medr2.config.retrieval import DenseConfig, FusionConfig, QueryConfig, RerankConfig, SparseConfig
 from medr2.config.serve import ServeConfig
-from medr2.config.stages import AmtConfig, ApplyConfig, AppraiseConfig, AssessConfig, FormulateConfig
+from medr2.config.stages import AmtConfig, ApplyConfig, AppraiseConfig, AssessConfig, FormulateConfig, GateConfig
 
-__all__ = ["AmtConfig", "ApplyConfig", "AppraiseConfig", "AssessConfig", "Config", "ConfigError", "DenseConfig",
+__all__ = ["AmtConfig", "ApplyConfig", "AppraiseConfig", "AssessConfig", "Config", "GateConfig", "ConfigError", "DenseConfig",
            "FormulateConfig", "FusionConfig", "IndexConfig", "IngestConfig", "KGConfig", "LLMConfig", "MOVED_KEYS",
            "QueryConfig", "RerankConfig", "Section", "SegmentConfig", "ServeConfig", "SparseConfig"]
 
@@ -57,6 +57,7 @@ class Config(Section):
     appraise: AppraiseConfig = Field(default_factory=AppraiseConfig)
     apply: ApplyConfig = Field(default_factory=ApplyConfig)
     assess: AssessConfig = Field(default_factory=AssessConfig)
+    gate: GateConfig = Field(default_factory=GateConfig)
     amt: AmtConfig = Field(default_factory=AmtConfig)
     kg: KGConfig = Field(default_factory=KGConfig)
     serve: ServeConfig = Field(default_factory=ServeConfig)

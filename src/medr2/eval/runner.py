@@ -337,6 +337,8 @@ def _run_locked(questions: Iterable[EvalQuestion], answer: Callable[[EvalQuestio
                   "raw_answer": res.get("answer", "") if letter != res.get("answer", "") else None,
                   "citations": res.get("citations", []), "context": res.get("context", []), "seconds": round(secs, 3),
                   "usage": res.get("usage", {})}
+        if res.get("gate"):
+            record["gate"] = res["gate"]
         mirage = json.dumps({"step_by_step_thinking": res.get("rationale", ""), "answer_choice": letter},
                             ensure_ascii=False)
         write_atomic(out_dir / f"{safe_name(q.id)}.json", [mirage, record])

@@ -14,8 +14,9 @@ from __future__ import annotations
 import time
 from typing import Optional
 
-from medr2.apply.answer import ANSWER_MODES, Answer, EvidenceItem, answer_schema, failed_answer
+from medr2.apply.answer import ANSWER_MODES, Answer, EvidenceItem, answer_schema, direct_answer, failed_answer
 from medr2.apply.context import evidence_budget, pack_rows
+from medr2.apply.gate import GateDecision, decide, relevance_gate, skip_decision, skip_loglik, use_decision
 from medr2.apply.loglik import LoglikAnswerer
 from medr2.apply.prompts import draft_messages
 from medr2.formulate.formulator import Formulation, query_text
@@ -159,6 +160,55 @@ class Method:
                 return answerer.answer(question, options, evidence)
             except LLMError as err:
                 return failed_answer(err)
+
+    def own_answer(self, question: str, options: dict[str, str]) -> Answer:
+        """The generator's answer without evidence (direct answering; the gate's fallback)."""
+        e = self.engine
+        with stage("generate"):
+            try:
+                return (self.loglik().answer(question, options, []) if self.use_loglik(options) else
+                        direct_answer(e.generator, question, options, self.s.cot, e.config.apply.max_answer_tokens))
+            except LLMError as err:  # one failed answer, not a failed run
+                return failed_answer(err)
+
+    def gated_generate(self, question: str, options: dict[str, str], evidence: list[EvidenceItem],
+                       rows: list[EvidenceRow], res: AskResult) -> Answer:
+        """The answer step behind the evidence gate (medr2.apply.gate, ``[gate]``): the context's
+        best relevance and, in log-likelihood mode, the option scores with and without evidence
+        decide whether (and how much) the evidence is used; ``res.gate`` and ``res.evidence_used``
+        say what was decided and why."""
+        g = self.engine.config.gate
+        if not g.enabled or not evidence:
+            return self.generate(question, options, evidence)
+        ids = {x.passage_id for x in evidence}
+        rels = [r.relevance for r in rows if r.passage_id in ids and r.relevance is not None]
+        rel = max(rels) if rels else None
+        why_not = relevance_gate(rel, g.min_relevance)
+        if self.use_loglik(options):
+            lk = self.loglik()
+            with stage("generate"):
+                try:
+                    s0, why0 = lk.letter_scores(question, options, [])
+                    s1, why1 = (s0, why0) if why_not else lk.letter_scores(question, options, evidence)
+                except LLMError as err:
+                    return failed_answer(err)
+            dec = skip_loglik(s0, rel, why_not) if why_not else decide(s0, s1, rel, g.min_relevance,
+                                                                        g.evidence_weight)
+            ans = lk.as_answer(s1, why1 if dec.evidence_used else why0, len(evidence) if dec.evidence_used else 0)
+            ans.answer = dec.answer
+        elif why_not:
+            dec = skip_decision(rel, why_not)
+            ans = self.own_answer(question, options)
+        else:
+            dec = use_decision(rel, g.min_relevance)
+            ans = self.generate(question, options, evidence)
+        self.record_gate(res, dec, ans)
+        return ans
+
+    @staticmethod
+    def record_gate(res: AskResult, dec: GateDecision, ans: Answer) -> None:
+        res.gate, res.evidence_used = dec.to_dict(), dec.evidence_used
+        ans.notes.append(f"evidence gate: {dec.reason}")
 
     def draft(self, question: str, options: dict[str, str], res: AskResult) -> Optional[str]:
         """The generator's own answer without evidence: the usefulness reference (never a gold

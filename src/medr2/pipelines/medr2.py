@@ -12,11 +12,12 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 import numpy as np
 
-from medr2.apply.answer import FAILED, Answer
+from medr2.apply.answer import FAILED, Answer, EvidenceItem
 from medr2.assess.rounds import NO_VECTORS, assess_round, close_rounds, mark_repeat
 from medr2.llm.base import stage
 from medr2.pipelines.rag import RAG
@@ -25,6 +26,18 @@ from medr2.schema import AskResult, RoundRecord
 
 class MedR2(RAG):
     iterate = True
+    # the previous round's context and answer: a round whose packed context is the same gets the
+    # same answer from a deterministic generator, so it is repeated, not generated again
+    _last: Optional[tuple[list[EvidenceItem], Answer]] = None
+
+    def gated_generate(self, question, options, evidence, rows, res) -> Answer:
+        if self._last is not None and self._last[0] == evidence and self._last[1].method not in FAILED:
+            prev = self._last[1]
+            return dataclasses.replace(prev, notes=[*prev.notes, "this round packed the same context as the previous "
+                                                    "one: its answer is repeated, not generated again"])
+        ans = super().gated_generate(question, options, evidence, rows, res)
+        self._last = (list(evidence), ans)
+        return ans
 
     def rounds_loop(self, question: str, options: dict[str, str], query: str, qtype: str,
                     reference: Optional[str], res: AskResult) -> tuple[Optional[Answer], list]:
@@ -34,6 +47,7 @@ class MedR2(RAG):
         ans: Optional[Answer] = None
         rows: list = []
         used_reference = reference
+        self._last = None
         for t in range(1, self.rounds + 1):
             rq = query if t == 1 else self.next_query(query, ans)
             if t > 1 and rq == res.rounds[-1].query and reference == used_reference:

@@ -68,7 +68,7 @@ class RAG(Method):
             with stage("evidence_level"):
                 rows = base_rows(hits, e.leveler)
         evidence = self.pack(rows)
-        ans = self.generate(question, options, evidence)
+        ans = self.gated_generate(question, options, evidence, rows, res)
         ans.notes = notes + ans.notes
         rec.context_ids = [x.passage_id for x in evidence]
         rec.answer, rec.insufficient = ans.answer, ans.insufficient

@@ -1,0 +1,180 @@
+"""Choose the evidence gate's constants (``gate.min_relevance``, ``gate.evidence_weight``) on dev
+records only, and replay any gate over recorded option scores.
+
+A run made with the gate recording everything (``[gate] min_relevance = 0``, ``evidence_weight =
+1``: plain RAG answers, and every record keeps the option letters' log-probabilities without and
+with the evidence and the context's best relevance) holds what every other gate setting would
+have answered: the gate is a pure function of those three (medr2.apply.gate). This script replays
+a grid of settings over such records and prints accuracy per dataset, the macro mean, and the
+choice: the highest macro accuracy, ties going to the larger weight and then the smaller
+relevance floor (the setting nearer plain RAG).
+
+    python bench/tune_gate.py bench/out/gate-dev/*/vanilla_rag+loglik/*      # dev runs: choose
+    python bench/tune_gate.py RUN_DIRS --weight 0.5 --min-relevance 0.1      # replay one setting
+    python bench/tune_gate.py --grid bench/results/eval/runs --weight 0.5     # report: committed grid
+
+``--grid`` replays a chosen weight over the committed evaluation records (reporting only): the
+option scores without evidence are the direct run's, with evidence each retrieving method's,
+question for question. Those records hold no relevance, so only the weight is replayed there.
+
+Never point it at the seeded evaluation subsets to choose: those are for reporting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from medr2.apply.gate import best_letter, combine  # noqa: E402
+from medr2.eval.scoring import mcnemar_p  # noqa: E402
+
+WEIGHTS = [round(0.1 * i, 1) for i in range(11)]
+FLOORS = [0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5]
+
+
+def load(run_dirs: list[Path]) -> list[dict]:
+    """Records with a full gate entry (both score sets): {dataset, gold, s0, s1, rel}."""
+    out, skipped = [], 0
+    for d in run_dirs:
+        for f in sorted(Path(d).glob("*.json")):
+            if f.name.startswith("manifest"):
+                continue
+            rec = json.loads(f.read_text())[1]
+            g = rec.get("gate") or {}
+            if not g.get("scores_without") or not g.get("scores_with"):
+                skipped += 1
+                continue
+            out.append({"dataset": rec["dataset"], "gold": rec["gold"], "s0": g["scores_without"],
+                        "s1": g["scores_with"], "rel": g.get("relevance")})
+    if skipped:
+        print(f"({skipped} record(s) without both score sets skipped: not made with min_relevance = 0)",
+              file=sys.stderr)
+    return out
+
+
+def gated(r: dict, floor: float, weight: float) -> str:
+    if r["rel"] is not None and r["rel"] < floor:
+        return best_letter(r["s0"])
+    return best_letter(combine(r["s0"], r["s1"], weight))
+
+
+def accuracy(records: list[dict], floor: float, weight: float) -> dict[str, float]:
+    by = defaultdict(list)
+    for r in records:
+        by[r["dataset"]].append(gated(r, floor, weight) == r["gold"])
+    acc = {k: sum(v) / len(v) for k, v in sorted(by.items())}
+    acc["macro"] = sum(acc.values()) / len(acc)
+    return acc
+
+
+def choose(records: list[dict]) -> tuple[float, float, dict]:
+    best = None
+    for w in WEIGHTS:
+        for m in FLOORS:
+            a = accuracy(records, m, w)["macro"]
+            key = (round(a, 9), w, -m)
+            if best is None or key > best[0]:
+                best = (key, m, w)
+    _, m, w = best
+    return m, w, accuracy(records, m, w)
+
+
+def recorded_scores(f: Path) -> tuple[dict, dict[str, float]]:
+    """A committed loglik record and its option scores (parsed from the MIRAGE-format rationale)."""
+    mirage, rec = json.loads(f.read_text())
+    why = json.loads(mirage)["step_by_step_thinking"]
+    head = why.split(";")[0].removeprefix("log-likelihood of each option letter: ")
+    scores = {}
+    for part in head.split(", "):
+        k, _, v = part.partition(" ")
+        scores[k] = float(v)
+    return rec, scores
+
+
+def replay_grid(runs: Path, weight: float) -> None:
+    """Accuracy of direct, each retrieving method, and the method behind the gate (weight only),
+    with paired McNemar p against direct and against vanilla RAG."""
+    print(f"Gate replay over {runs} (weight {weight}; relevance not recorded there)\n")
+    print("| dataset | method | n | direct | method | gated | gated vs direct (b/c, p) | gated vs vanilla (b/c, p) |")
+    print("|---|---|---:|---:|---:|---:|---|---|")
+    for ds in sorted(p.name for p in runs.iterdir() if p.is_dir()):
+        def records(method):
+            d = runs / ds / f"{method}+loglik"
+            out = {}
+            for f in d.glob("*/*.json"):
+                if not f.name.startswith("manifest"):
+                    rec, sc = recorded_scores(f)
+                    out[rec["id"]] = (rec, sc)
+            return out
+        direct, vanilla = records("direct"), records("vanilla_rag")
+        for method in ("vanilla_rag", "+reformulator", "+reranker", "medr2"):
+            recs = records(method)
+            ids = sorted(set(recs) & set(direct) & set(vanilla))
+            if not ids:
+                continue
+            gold = {i: recs[i][0]["gold"] for i in ids}
+            ok_d = {i: direct[i][0]["correct"] for i in ids}
+            ok_m = {i: recs[i][0]["correct"] for i in ids}
+            ok_v = {i: vanilla[i][0]["correct"] for i in ids}
+            ok_g = {i: best_letter(combine(direct[i][1], recs[i][1], weight)) == gold[i] for i in ids}
+
+            def pair(a, b):
+                x = sum(a[i] and not b[i] for i in ids)
+                y = sum(b[i] and not a[i] for i in ids)
+                return f"{x}/{y}, {mcnemar_p(x, y):.3f}"
+            pct = lambda ok: f"{100 * sum(ok.values()) / len(ids):.0f}"  # noqa: E731
+            print(f"| {ds} | {method} | {len(ids)} | {pct(ok_d)} | {pct(ok_m)} | {pct(ok_g)} | {pair(ok_g, ok_d)} | "
+                  f"{pair(ok_g, ok_v)} |")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="*", type=Path, help="run directories (records made with min_relevance = 0)")
+    ap.add_argument("--grid", type=Path, help="replay --weight over committed evaluation runs (report only)")
+    ap.add_argument("--weight", type=float, help="replay this evidence weight instead of choosing")
+    ap.add_argument("--min-relevance", type=float, default=0.0)
+    args = ap.parse_args()
+    if args.grid:
+        if args.weight is None:
+            ap.error("--grid needs --weight (chosen on dev records first)")
+        replay_grid(args.grid, args.weight)
+        return 0
+    recs = load(args.runs)
+    if not recs:
+        raise SystemExit("no usable records")
+    sets = sorted({r["dataset"] for r in recs})
+    counts = {s: sum(r["dataset"] == s for r in recs) for s in sets}
+    print(f"{len(recs)} records: " + ", ".join(f"{s} {n}" for s, n in counts.items()) + "\n")
+    head = "| setting | " + " | ".join(sets) + " | macro |\n|---|" + "---:|" * (len(sets) + 1)
+    print(head)
+
+    def row(name, a):
+        print(f"| {name} | " + " | ".join(f"{100 * a[s]:.1f}" for s in sets) + f" | {100 * a['macro']:.1f} |")
+
+    row("no evidence (direct)", accuracy(recs, 0.0, 0.0))
+    row("evidence alone (vanilla RAG)", accuracy(recs, 0.0, 1.0))
+    if args.weight is not None:
+        row(f"gate: floor {args.min_relevance}, weight {args.weight}", accuracy(recs, args.min_relevance, args.weight))
+        return 0
+    for w in WEIGHTS[1:-1]:
+        row(f"weight {w}, no floor", accuracy(recs, 0.0, w))
+    for m in FLOORS[1:]:
+        row(f"floor {m}, weight 1.0", accuracy(recs, m, 1.0))
+    m, w, a = choose(recs)
+    row(f"**chosen: floor {m}, weight {w}**", a)
+    rels = sorted(r["rel"] for r in recs if r["rel"] is not None)
+    if rels:
+        q = lambda p: rels[min(len(rels) - 1, int(p * len(rels)))]  # noqa: E731
+        print(f"\nbest relevance in the context: p10 {q(0.1):.3f}, p50 {q(0.5):.3f}, p90 {q(0.9):.3f}")
+    print(f"\nchosen: gate.min_relevance = {m}, gate.evidence_weight = {w}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

