@@ -120,7 +120,7 @@ def test_baselines_keep_the_coarse_order_and_no_floor(name):
     res = run(name, [GUIDELINE, ENTRY, TRIAL])
     assert [r.passage_id for r in res.evidence] == ["guideline", "entry", "trial"]
     assert all(r.kept for r in res.evidence) and [r.relevance for r in res.evidence] == [0.02, 0.03, 0.92]
-    assert not any("relevance" in n for n in res.notes)
+    assert not any("relevance" in n for n in res.notes if not n.startswith("evidence gate:"))  # no floor note
 
 
 def test_without_a_relevance_model_the_fine_rerank_keeps_the_coarse_order_and_says_so():
@@ -128,7 +128,9 @@ def test_without_a_relevance_model_the_fine_rerank_keeps_the_coarse_order_and_sa
     res = run("+reranker", plain)
     assert [r.passage_id for r in res.evidence] == ["entry", "trial", "guideline"]
     assert all(r.kept and r.relevance is None for r in res.evidence)
-    assert sum("no relevance model" in n for n in res.notes) == 1
+    fine_notes = [n for n in res.notes if not n.startswith("evidence gate:")]
+    assert sum("no relevance model" in n for n in fine_notes) == 1
+    assert any(n.startswith("evidence gate: the answer reads the evidence") for n in res.notes)
 
 
 class ReformulatingFormulator:
