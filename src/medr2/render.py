@@ -41,6 +41,13 @@ def answer_lines(res, explain: bool) -> Iterator[str]:
     yield f"\nAnswer ({res.pipeline}, {res.method}): {res.answer}{flag}"
     if res.rationale:
         yield f"Rationale: {res.rationale}"
+    if res.recommendations and res.method != "extractive-recommendations":  # that answer is the list itself
+        yield "Recommendations that apply (strongest first):"
+        for r in res.recommendations:
+            grade = f"{r.grade}, {r.strength}" if r.grade else "ungraded"
+            yield f"  [{r.n}] ({grade}; {r.direction}) {r.statement}"
+        if res.uncovered:
+            yield "Not covered by these recommendations: " + "; ".join(res.uncovered)
     if res.citations:
         yield "Citations:"
         for pid in res.citations:

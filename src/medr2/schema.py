@@ -226,6 +226,23 @@ class RoundRecord(_Model):
     stop_reason: str = ""
 
 
+class Recommendation(_Model):
+    """A guideline recommendation that applies to the question (medr2.apply.recommend): the
+    statement as written, its grade as written and normalised strength, its direction, who it is
+    for, and the passage (TextID and citation number) it comes from."""
+
+    n: int  # citation number of its passage in the context
+    passage_id: str  # TextID
+    title: str = ""
+    statement: str
+    grade: Optional[str] = None  # as written ("Level A", "Strong recommendation, low-quality evidence")
+    strength: Optional[str] = None  # strong, moderate, weak, consensus, insufficient; None: ungraded
+    direction: str = "neutral"  # for, against, neutral
+    population: Optional[str] = None
+    relevance: Optional[float] = None
+    covers: list[str] = Field(default_factory=list)  # parts of the question it covers
+
+
 class AskResult(_Model):
     """What ``medr2 ask --json`` prints."""
 
@@ -248,6 +265,10 @@ class AskResult(_Model):
     # None where no gate ran (direct answering, no evidence, gate.enabled = false)
     evidence_used: Optional[bool] = None
     gate: dict[str, Any] = Field(default_factory=dict)
+    # guideline questions: the applicable recommendations (graded, cited, strongest first) and
+    # the parts of the question that none of them covers (medr2.apply.recommend)
+    recommendations: list[Recommendation] = Field(default_factory=list)
+    uncovered: list[str] = Field(default_factory=list)
     usage: dict[str, Any] = Field(default_factory=dict)
     models: dict[str, Optional[str]] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)

@@ -95,11 +95,15 @@ def test_offline_path_cites_the_guideline_and_drops_the_conflicting_opinion(demo
                                   "--llm", "none", "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
-    assert out["method"] == "extractive" and out["citations"]
+    # a guideline question: the applicable recommendations are the answer, graded and cited
+    assert out["method"] == "extractive-recommendations" and out["citations"] and out["recommendations"]
+    assert {r["passage_id"] for r in out["recommendations"]} == set(out["citations"])
+    assert all(r["grade"] and r["strength"] for r in out["recommendations"])
     assert any("no LLM" in n for n in out["notes"])
     by_id = {row["passage_id"]: row for row in out["evidence"]}
     assert by_id[out["citations"][0]]["level"] <= 6
-    dropped = [row for row in out["evidence"] if row["reason"].startswith("dropped")]
+    # the losing side of the conflict: the expert opinion (the relevance floor drops others)
+    dropped = [row for row in out["evidence"] if row["reason"].startswith("dropped: conflicts")]
     assert dropped and all(row["level"] == 9 for row in dropped)
     assert out["conflicts"] and out["conflicts"][0]["dropped"] == dropped[0]["passage_id"]
     text = CliRunner().invoke(main, ["ask", METFORMIN, "--index", str(demo_index_dir), "--config",

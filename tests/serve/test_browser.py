@@ -95,6 +95,11 @@ def test_ask_and_open_a_citation(server, browser):
     browser.find_element(By.ID, "ask-btn").click()
     answer = wait_for(lambda: browser.find_element(By.ID, "answer-text"), what="the answer")
     assert answer.text.strip()
+    # a guideline question without a generator: the applicable recommendations, with grade badges
+    recs = browser.find_elements(By.CSS_SELECTOR, "#recommendations li")
+    assert recs and "recommendation" in answer.text
+    badge = recs[0].find_element(By.CSS_SELECTOR, "span.badge[class*='grade-']")
+    assert badge.text.strip() and "metformin" in recs[0].text.lower()
     cards = browser.find_elements(By.CSS_SELECTOR, ".card[data-pid]")
     assert cards, "evidence cards are shown"
     links = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#result a.cite[onclick^='openCite']"),

@@ -101,7 +101,7 @@ def test_ask_modes_match_the_cli_contract(client):
         r = client.post("/ask", json={"question": q, "mode": mode})
         assert r.status_code == 200, r.text
         res = r.json()
-        assert res["pipeline"] == pipe and res["method"] in ("extractive", "rule")
+        assert res["pipeline"] == pipe and res["method"] in ("extractive", "extractive-recommendations", "rule")
         assert {"answer", "rationale", "citations", "evidence", "rounds", "usage", "subgraph"} <= set(res)
         assert set(res["citations"]) <= {e["passage_id"] for e in res["evidence"]}
     assert r.json()["subgraph"]["links"]

@@ -36,6 +36,8 @@ class EvidenceItem:
     source_type: str
     level: int
     text: str
+    heading_path: list[str] = field(default_factory=list)  # where in its document (not shown to the model)
+    relevance: Optional[float] = None  # the coarse reranker's calibrated relevance (None: no relevance model)
 
     def prompt_dict(self) -> dict[str, Any]:
         return {"n": self.n, "title": self.title, "source_type": self.source_type, "level": self.level,
@@ -51,6 +53,8 @@ class Answer:
     insufficient: bool = False
     method: str = "llm"
     notes: list[str] = field(default_factory=list)
+    recommendations: list[Any] = field(default_factory=list)  # medr2.schema.Recommendation
+    uncovered: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -123,8 +127,10 @@ class CitedAnswerer:
         self.retries = retries
 
     def answer(self, question: str, options: dict[str, str], evidence: list[EvidenceItem],
-               graph: Optional[str] = None) -> Answer:
-        """``graph``: the tier-conditioned knowledge-graph block (:mod:`medr2.apply.kg_prompt`)."""
+               graph: Optional[str] = None, recommendations: Optional[str] = None) -> Answer:
+        """``graph``: the tier-conditioned knowledge-graph block (:mod:`medr2.apply.kg_prompt`);
+        ``recommendations``: the applicable guideline recommendations, the structure the answer
+        is to follow (:func:`medr2.apply.recommend.prompt_block`)."""
         from medr2.apply.prompts import answer_messages
 
         if not evidence:
@@ -134,14 +140,15 @@ class CitedAnswerer:
             return extractive_answer(question, options, evidence)
         items = [e.prompt_dict() for e in evidence]
         schema = answer_schema(len(evidence), options, self.cot)
-        msgs = answer_messages(question, options, items, self.cot, self.few_shot, graph)
+        msgs = answer_messages(question, options, items, self.cot, self.few_shot, graph, recommendations)
         try:
             out = structured(self.llm, msgs, schema, max_tokens=self.max_tokens, retries=self.retries)
         except LLMOutputError as e:  # a call that could not be made at all is not repaired by another
             if not self.cot:
                 raise
             # bounded repair: a rationale that overran max_tokens leaves invalid JSON; answer without it
-            out = structured(self.llm, answer_messages(question, options, items, False, self.few_shot, graph),
+            out = structured(self.llm, answer_messages(question, options, items, False, self.few_shot, graph,
+                                                       recommendations),
                              answer_schema(len(evidence), options, False), max_tokens=self.max_tokens, retries=0)
             ans = finish(out, evidence, options)
             ans.notes.insert(0, f"no valid chain of thought ({str(e)[:160]}); answered without one")

@@ -89,7 +89,7 @@ def pack_rows(rows: list[EvidenceRow], budget: int, count: Callable[[str], int],
                 r.reason += f" (focused: {k} of {total} sentences)"
                 r.focus = shown(r)
             items.append(EvidenceItem(n, r.passage_id, r.title, r.source_type.value, r.level,
-                                      clip.get(r.passage_id, shown(r))))
+                                      clip.get(r.passage_id, shown(r)), list(r.heading_path), r.relevance))
         elif not r.reason:
             r.kept, r.reason = False, f"outside the context window (w = {budget} tokens)"
     return items

@@ -84,16 +84,22 @@ SYSTEM_KG = (
 
 
 def _user_answer(question: str, options: dict[str, str], evidence: list[dict], cot: bool,
-                 graph: Optional[str] = None) -> str:
+                 graph: Optional[str] = None, recommendations: Optional[str] = None) -> str:
     parts = []
     if graph:
         parts.append("Knowledge graph statements:\n" + graph)
     if evidence:
         parts.append("Evidence:\n" + evidence_block(evidence))
+    if recommendations:
+        parts.append("Guideline recommendations in the evidence that apply (strongest first):\n" + recommendations)
     parts.append(f"Question: {question}")
     if options:
         parts.append("Options:\n" + options_block(options))
         parts.append("Give the letter of the best option as the answer.")
+    elif recommendations:
+        parts.append("Answer with these recommendations: state each one that applies, with its grade and its "
+                     "citation [n], and say which part of the question none of them covers. Add nothing the "
+                     "evidence does not say.")
     else:
         parts.append("Give a short answer (one or two sentences).")
     if cot:
@@ -102,7 +108,8 @@ def _user_answer(question: str, options: dict[str, str], evidence: list[dict], c
 
 
 def answer_messages(question: str, options: dict[str, str], evidence: list[dict], cot: bool = True,
-                    few_shot: int = 2, graph: Optional[str] = None) -> list[dict[str, str]]:
+                    few_shot: int = 2, graph: Optional[str] = None,
+                    recommendations: Optional[str] = None) -> list[dict[str, str]]:
     """The answer prompt: demonstrations, then the evidence and the question. A question without
     options gets its demonstrations without options too: shown a multiple-choice demonstration, a
     small model answers an open question with a letter.
@@ -122,7 +129,7 @@ def answer_messages(question: str, options: dict[str, str], evidence: list[dict]
         if not cot:
             ans.pop("rationale")
         msgs.append({"role": "assistant", "content": json.dumps(ans)})
-    msgs.append({"role": "user", "content": _user_answer(question, options, evidence, cot, graph)})
+    msgs.append({"role": "user", "content": _user_answer(question, options, evidence, cot, graph, recommendations)})
     return msgs
 
 

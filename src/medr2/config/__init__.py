@@ -31,10 +31,11 @@ from medr2.config.kg import KGConfig
 from medr2.config.llm import LLMConfig
 from medr2.config.retrieval import DenseConfig, FusionConfig, QueryConfig, RerankConfig, SparseConfig
 from medr2.config.serve import ServeConfig
-from medr2.config.stages import AmtConfig, ApplyConfig, AppraiseConfig, AssessConfig, FormulateConfig, GateConfig
+from medr2.config.stages import (AmtConfig, ApplyConfig, AppraiseConfig, AssessConfig, FormulateConfig, GateConfig,
+                                 RecommendConfig)
 
-__all__ = ["AmtConfig", "ApplyConfig", "AppraiseConfig", "AssessConfig", "Config", "GateConfig", "ConfigError", "DenseConfig",
-           "FormulateConfig", "FusionConfig", "IndexConfig", "IngestConfig", "KGConfig", "LLMConfig", "MOVED_KEYS",
+__all__ = ["AmtConfig", "ApplyConfig", "AppraiseConfig", "AssessConfig", "Config", "GateConfig", "RecommendConfig",
+           "ConfigError", "DenseConfig", "FormulateConfig", "FusionConfig", "IndexConfig", "IngestConfig", "KGConfig", "LLMConfig", "MOVED_KEYS",
            "QueryConfig", "RerankConfig", "Section", "SegmentConfig", "ServeConfig", "SparseConfig"]
 
 # Keys that moved to the stage that reads them: (old table, key) -> (new table, key).
@@ -58,6 +59,7 @@ class Config(Section):
     apply: ApplyConfig = Field(default_factory=ApplyConfig)
     assess: AssessConfig = Field(default_factory=AssessConfig)
     gate: GateConfig = Field(default_factory=GateConfig)
+    recommend: RecommendConfig = Field(default_factory=RecommendConfig)
     amt: AmtConfig = Field(default_factory=AmtConfig)
     kg: KGConfig = Field(default_factory=KGConfig)
     serve: ServeConfig = Field(default_factory=ServeConfig)

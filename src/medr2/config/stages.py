@@ -173,6 +173,47 @@ class GateConfig(Section):
     evidence_weight: float = Field(0.5, ge=0.0, le=1.0)
 
 
+class RecommendConfig(Section):
+    """Recommendation-level answers to guideline questions (medr2.apply.recommend, issue 36): on
+    the extractive path (no generator) a question whose evidence holds guideline recommendations
+    is answered with the applicable ones, graded, cited and ordered by strength; with a generator
+    the same list is given to the model as the structure of its answer. Relevance is the coarse
+    reranker's cross-encoder on (question, title: statement), calibrated; without medr2's
+    cross-encoder, the share of the question's content words a statement holds (its own floors).
+    The thresholds are chosen on the dev third of the NGC question set and the dev unanswerable
+    questions (bench/guideline.py; bench/README.md, "Recommendation answers")."""
+
+    enabled: bool = True
+    # a statement is applicable when its relevance is at least this, and at least
+    # keep_ratio x the best statement's relevance
+    # dev choice (bench/results/guideline-dev-k30.md): 0.3, 0.7
+    min_relevance: float = Field(0.3, ge=0.0, le=1.0)
+    keep_ratio: float = Field(0.7, ge=0.0, le=1.0)
+    # relevance = (1 - w) x cross-encoder + w x term overlap; dev choice 0.75 (the cross-encoder,
+    # trained on passages, separates a guideline's statements less well than their wording does)
+    overlap_weight: float = Field(0.75, ge=0.0, le=1.0)
+    # the best packed passage's relevance (coarse reranker) below this: no recommendation applies
+    # (insufficient evidence)
+    # dev choice 0.04: the highest abstention - false abstention on the dev questions
+    abstain_below: float = Field(0.04, ge=0.0, le=1.0)
+    # without a cross-encoder: the floors on term overlap alone
+    overlap_min_relevance: float = Field(0.5, ge=0.0, le=1.0)
+    overlap_abstain_below: float = Field(0.3, ge=0.0, le=1.0)
+    # without a generator no window limits what is read: the coarse stage keeps this many passages
+    # (dev choice among 10, 20, 30, 50: 30)
+    extractive_k: int = Field(30, ge=1)
+    max_items: int = Field(2, ge=1)  # dev choice among 2, 3, 4, 5, 8
+    # only the guideline of the most relevant statement answers (dev choice: off)
+    one_guideline: bool = False
+    # two statements sharing this share of the shorter one's content words are one (the stronger kept)
+    duplicate_overlap: float = Field(0.8, gt=0.0, le=1.0)
+    # term overlap: a part of a several-part question is covered when a chosen statement holds
+    # this share of its content words (with the cross-encoder: relevance to the part >= min_relevance)
+    cover_share: float = Field(0.5, gt=0.0, le=1.0)
+    # passages before a recommendation read for a list header's grade ("... (Level B):")
+    header_lookback: int = Field(12, ge=0)
+
+
 class AmtConfig(Section):
     """The LLM-AMT-style baseline (Wang et al. 2023, "Augmenting Black-box LLMs with Medical
     Textbooks"): query expansion, retrieval for every query, knowledge self-refinement, reader.

@@ -238,8 +238,15 @@ def rescore(row: dict, required: Sequence[str]) -> dict:
 
 
 def summarize(rows: Sequence[dict]) -> dict:
+    """Means over the answerable questions' rows; ``abstention_rate`` is the share of the
+    unanswerable questions' rows that said the evidence is insufficient (None when there are
+    none), and ``insufficient_rate`` over answerable ones is the false abstention."""
+    unanswerable = [r for r in rows if r.get("unanswerable")]
+    rows = [r for r in rows if not r.get("unanswerable")]
     m = [r["metrics"] for r in rows]
-    return {"n": len(rows), "omission": mean(x["omission"] for x in m),
+    return {"n": len(rows), "n_unanswerable": len(unanswerable),
+            "abstention_rate": mean(float(r["metrics"]["insufficient"]) for r in unanswerable),
+            "omission": mean(x["omission"] for x in m),
             "conflict_rate": mean(float(x["conflict"]) for x in m), "unsupported": mean(x["unsupported"] for x in m),
             "invalid_citation": mean(x["invalid_citation"] for x in m),
             "grounded_precision": mean(x["grounded_precision"] for x in m),

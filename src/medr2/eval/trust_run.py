@@ -28,8 +28,15 @@ def load_trust_questions(path: str | Path) -> list[dict]:
 
     out = []
     for where, rec in strict_jsonl(Path(path), TrustError):
-        if not isinstance(rec, dict) or not {"id", "ngc_id", "question", "required"} <= set(rec):
-            raise TrustError(f"{where}: a question needs id, ngc_id, question and required")
+        if not isinstance(rec, dict) or not {"id", "question"} <= set(rec):
+            raise TrustError(f"{where}: a question needs id, question, and ngc_id and required (or "
+                             "\"unanswerable\": true)")
+        if rec.get("unanswerable"):
+            if rec.get("required"):
+                raise TrustError(f"{where}: an unanswerable question requires nothing; drop its required list")
+            rec = {**rec, "ngc_id": rec.get("ngc_id"), "required": []}
+        elif not {"ngc_id", "required"} <= set(rec):
+            raise TrustError(f"{where}: a question needs ngc_id and required (or \"unanswerable\": true)")
         out.append(rec)
     return out
 
@@ -57,9 +64,15 @@ def oracle_answer(engine, q: dict) -> dict:
     for i, p in enumerate(got, 1):
         rid = store.rowid_of(p["passage_id"])
         meta = store.passages([rid])[rid]
-        items.append(EvidenceItem(i, p["passage_id"], meta["title"] or "", meta["source_type"], 3, p["text"]))
-    ans = engine.answerers[True].answer(q["question"], {}, items)
+        items.append(EvidenceItem(i, p["passage_id"], meta["title"] or "", meta["source_type"], 3, p["text"],
+                                  list(meta.get("heading_path") or [])))
+    rec = getattr(engine, "recommender", None)
+    for it in items:  # relevant by construction: the oracle measures the selection, not abstention
+        it.relevance = 1.0
+    ra = rec.answer(q["question"], items) if (rec is not None and engine.generator is None and items) else None
+    ans = ra.answer if (ra is not None and ra.searched) else engine.answerers[True].answer(q["question"], {}, items)
     return {"answer": ans.answer, "rationale": ans.rationale, "citations": ans.citations,
+            "recommendations": [r.model_dump() for r in ans.recommendations], "uncovered": ans.uncovered,
             "insufficient": ans.insufficient, "method": ans.method, "notes": ans.notes,
             "evidence": [{"passage_id": it.passage_id, "text": it.text, "kept": True, "n": it.n} for it in items]}
 
@@ -86,6 +99,8 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
     answered = 0
     for i, q in enumerate(questions, 1):
         for mode in modes:
+            if mode == "oracle_kg" and q.get("unanswerable"):
+                continue  # nothing is required, so there is no oracle evidence
             f = out_dir / mode / f"{q['id']}.json"
             if f.is_file():
                 row = json.loads(f.read_text(encoding="utf-8"))
@@ -137,11 +152,13 @@ def _answer_row(engine, q: dict, mode: str) -> dict:
     else:
         res = json.loads(Pipeline(engine, MODES[mode]).run(q["question"]).model_dump_json())
     required = [r["text"] for r in q["required"]]
-    row = {"id": q["id"], "mode": mode, "question": q["question"], "answer": res.get("answer"),
+    row = {"id": q["id"], "mode": mode, "question": q["question"], "unanswerable": bool(q.get("unanswerable")),
+           "answer": res.get("answer"),
            "rationale": res.get("rationale"),
            "citations": res.get("citations"), "metrics": score_answer(res, required),
            "seconds": round(time.perf_counter() - t, 3), "method": res.get("method"),
-           "usage": res.get("usage") or {}}
+           "usage": res.get("usage") or {}, "recommendations": res.get("recommendations") or [],
+           "uncovered": res.get("uncovered") or []}
     # the kept evidence (text included) stays with the row, so metrics can be added later
     row["evidence"] = [{"passage_id": e.get("passage_id"), "text": e.get("text", ""), "n": e.get("n")}
                        for e in res.get("evidence") or [] if e.get("kept")]

@@ -18,6 +18,7 @@ from medr2.apply.answer import ANSWER_MODES, Answer, EvidenceItem, answer_schema
 from medr2.apply.context import evidence_budget, pack_rows
 from medr2.apply.gate import GateDecision, decide, relevance_gate, skip_decision, skip_loglik, use_decision
 from medr2.apply.loglik import LoglikAnswerer
+from medr2.apply.recommend import prompt_block
 from medr2.apply.prompts import draft_messages
 from medr2.formulate.formulator import Formulation, query_text
 from medr2.formulate.language import language_refusal, question_language, target_language
@@ -41,6 +42,9 @@ def validate_options(options: Optional[dict[str, str]]) -> dict[str, str]:
     if len(out) == 1:
         raise QueryError("a multiple-choice question needs at least two options")
     return out
+
+
+UNLIMITED_WINDOW = 10**9  # the extractive path's window: no model reads it
 
 
 class Method:
@@ -119,14 +123,28 @@ class Method:
     def retrieve(self, query: str, notes: list[str]) -> list[Hit]:
         """The hybrid pool of ``query`` (fused with the question's own pool when a reformulation
         expands it) cut to the coarse k by the coarse reranker, which reads the question."""
-        e, k = self.engine, self.engine.config.appraise.coarse_k
+        e, k = self.engine, self.coarse_k()
         queries = [query] + ([self.anchor] if self.anchor and self.anchor != query else [])
         with stage("retrieve"):
             pool = e.retrieve(queries, k, self.exclude_docs)
         with stage("coarse_rerank"):
             return e.rerank(self.anchor or query, pool, k, notes)
 
+    def coarse_k(self) -> int:
+        """Passages kept by the coarse stage: ``appraise.coarse_k``; without a generator, when
+        recommendation answers are on, at least ``recommend.extractive_k`` (no window limits the
+        extractive answer, and a guideline question's recommendations are spread over many short
+        passages)."""
+        cfg = self.engine.config
+        if self.engine.generator is None and cfg.recommend.enabled:
+            return max(cfg.appraise.coarse_k, cfg.recommend.extractive_k)
+        return cfg.appraise.coarse_k
+
     def budget(self) -> int:
+        """The evidence window in tokens. Without a generator no model reads the context (the
+        extractive answers read every passage), so every appraised passage is in it."""
+        if self.engine.generator is None:
+            return UNLIMITED_WINDOW
         return evidence_budget(self.engine.config, self.engine.generator)
 
     def pack(self, rows: list[EvidenceRow], budget: Optional[int] = None) -> list[EvidenceItem]:
@@ -153,13 +171,21 @@ class Method:
         """The answer step: option letters scored in loglik mode, else the cited answerer (with a
         chain of thought when the method has one); a failing generator is one failed answer."""
         answerer = self.loglik() if self.use_loglik(options) else self.engine.answerers[self.s.cot]
+        ra = self.recommend(question, evidence) if (not options and evidence) else None
+        if ra is not None and self.engine.generator is None:
+            return ra.answer  # the extractive path: the applicable recommendations are the answer
+        block = prompt_block(ra) if (ra is not None and ra.recommendations) else None
         with stage("generate"):
             try:
-                if graph is not None:
-                    return answerer.answer(question, options, evidence, graph=graph)
-                return answerer.answer(question, options, evidence)
+                kw = {k: v for k, v in (("graph", graph), ("recommendations", block)) if v is not None}
+                ans = answerer.answer(question, options, evidence, **kw)
             except LLMError as err:
                 return failed_answer(err)
+        if ra is not None:  # the list the answer was asked to follow
+            ans.recommendations, ans.uncovered = list(ra.recommendations), list(ra.uncovered)
+            if ra.insufficient:
+                ans.notes.append(f"no guideline recommendation of the {ra.searched} read applies to this question")
+        return ans
 
     def own_answer(self, question: str, options: dict[str, str]) -> Answer:
         """The generator's answer without evidence (direct answering; the gate's fallback)."""
@@ -205,6 +231,17 @@ class Method:
         self.record_gate(res, dec, ans)
         return ans
 
+    def recommend(self, question: str, evidence: list[EvidenceItem]):
+        """The recommendation answer (medr2.apply.recommend) of a free-text question whose
+        evidence holds guideline recommendations; None when it holds none or ``[recommend]`` is
+        off."""
+        rec = getattr(self.engine, "recommender", None)  # engines built without one (tests' fakes)
+        if rec is None:
+            return None
+        with stage("recommend"):
+            ra = rec.answer(question, evidence)
+        return ra if ra.searched else None
+
     @staticmethod
     def record_gate(res: AskResult, dec: GateDecision, ans: Answer) -> None:
         res.gate, res.evidence_used = dec.to_dict(), dec.evidence_used
@@ -232,3 +269,4 @@ class Method:
         res.answer, res.rationale, res.citations = ans.answer, ans.rationale, ans.citations
         res.insufficient, res.method = ans.insufficient, ans.method
         res.notes.extend(ans.notes)
+        res.recommendations, res.uncovered = list(ans.recommendations), list(ans.uncovered)

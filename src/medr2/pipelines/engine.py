@@ -20,6 +20,7 @@ from typing import Optional
 from medr2.apply.answer import CitedAnswerer
 from medr2.apply.context import token_counter
 from medr2.apply.focus import SentenceFocus
+from medr2.apply.recommend import Recommender
 from medr2.appraise.appraiser import Appraiser
 from medr2.appraise.conflicts import LLMConflicts, RuleConflicts
 from medr2.appraise.doc_type import doc_typer_for
@@ -60,6 +61,36 @@ class Engine:
         self.answerers = {cot: CitedAnswerer(generator, cot, a.few_shot, a.max_answer_tokens, cfg.llm.json_retries)
                           for cot in (True, False)}
         self.focus = self._focus(a.focus_sentences)
+        self.recommender = self._recommender()
+
+    def _recommender(self) -> Optional[Recommender]:
+        """Recommendation answers (``[recommend]``): relevance by medr2's cross-encoder when it is
+        the coarse reranker, else term overlap; list headers read from the passage's document."""
+        c = self.config.recommend
+        if not c.enabled:
+            return None
+        rr = self.searcher.reranker
+        scorer = None
+        if isinstance(rr, MedR2Reranker):
+            model = rr.model
+
+            def scorer(question, texts):
+                return model.calibrate(model.logits(question, texts))
+        return Recommender(c, scorer, self.previous_texts)
+
+    def previous_texts(self, passage_id: str) -> list[str]:
+        """The texts before a passage in its document, nearest last (a list header's grade)."""
+        store = self.index.store
+        rid = store.rowid_of(passage_id)
+        if rid is None:
+            return []
+        meta = store.passages([rid]).get(rid) or {}
+        texts = []
+        for p in store.doc_passages(meta.get("doc_id", "")):
+            if p.passage_id == passage_id:
+                return texts
+            texts.append(p.text)
+        return []
 
     def _focus(self, keep: int) -> Optional[SentenceFocus]:
         """The sentence focus (apply.focus_sentences > 0): scored by medr2's cross-encoder when

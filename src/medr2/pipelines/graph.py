@@ -1,6 +1,8 @@
 """Graph mode (``kg``; guideline-KG paper + TCM-DiffRAG): the question's linked entities, the
-quality-ranked subgraph, the passages its triples were read from united with the dense top
-passages, solved cases matched on the question's triple path, and a tier-conditioned prompt.
+quality-ranked subgraph, the passages its triples were read from and the graph's dense top
+passages united with the hybrid passage pool and ordered by the relevance model (the graph adds
+recall; it does not narrow the window), solved cases matched on the question's triple path, and
+a tier-conditioned prompt.
 
 Example::
 
@@ -11,6 +13,7 @@ Example::
 
 from __future__ import annotations
 
+from medr2.apply.context import evidence_budget
 from medr2.apply.kg_prompt import cases_block, fit_graph_block, tier_block
 from medr2.appraise.appraiser import base_rows
 from medr2.llm.base import stage
@@ -29,28 +32,39 @@ MATCHED_CASES = 2  # solved cases shown (ours)
 class Graph(Method):
     def answer(self, question: str, options: dict[str, str], res: AskResult) -> None:
         e, cfg = self.engine, self.engine.config
-        self.formulate(question, res)
+        f = self.formulate(question, res)
         with stage("graph"):
             g = e.graph.search(question)
         order: list[str] = []
         for t in g["triples"]:
             order += [x for x in t["text_ids"] if x not in order]
         order += [p["passage_id"] for p in g["passages"] if p["passage_id"] not in order]
+        # issue 36: the graph adds to passage retrieval instead of replacing it: the union of the
+        # hybrid pool and the subgraph's passages, ordered by the relevance model
+        pool = self.retrieve(f.query, res.notes)
+        in_pool = {h.passage_id for h in pool}
+        union = pool + [h for h in self.hits(order) if h.passage_id not in in_pool]
+        with stage("coarse_rerank"):
+            ranked = e.rerank(question, union, len(union), res.notes)
         with stage("evidence_level"):
-            rows = base_rows(self.hits(order), e.leveler)
-        dense_ids = {p["passage_id"] for p in g["passages"]}
+            rows = base_rows(ranked, e.leveler)
+        from_graph = set(order)
         for r in rows:
-            r.reason = f"dense top-{cfg.kg.dense_passages}" if r.passage_id in dense_ids else ""
+            r.reason = ("graph + passage retrieval" if r.passage_id in from_graph and r.passage_id in in_pool else
+                        "graph" if r.passage_id in from_graph else "passage retrieval")
         risky, budget = set(cfg.kg.high_risk_relations), self.budget()
-        # measured with the passages numbered as if every one fit
+        # the block is held to its share of the configured window (what a model is shown), also
+        # on the extractive path, whose passage window is unlimited; measured with the passages
+        # numbered as if every one fit
+        window = evidence_budget(cfg, e.generator)
         triples, cases, need = fit_graph_block(g["triples"], self.cases(question), {p: i for i, p in enumerate(order, 1)},
-                                               risky, g["conflicts"], int(budget * GRAPH_SHARE), e.count_tokens)
+                                               risky, g["conflicts"], int(window * GRAPH_SHARE), e.count_tokens)
         evidence = self.pack(rows, budget - need)
         block, shown, withheld = tier_block(triples, {x.passage_id: x.n for x in evidence}, risky, g["conflicts"])
         block += cases_block(cases)
         if len(triples) < len(g["triples"]):
             res.notes.append(f"{len(g['triples']) - len(triples)} of {len(g['triples'])} graph statements left out: "
-                             f"the statements may take half of the {budget}-token evidence window")
+                             f"the statements may take half of the {window}-token evidence window")
         ans = self.generate(question, options, evidence, graph=block or None)
         if not g["triples"]:
             ans.notes.insert(0, "no entity of the question links to the knowledge graph; answered from the dense "

@@ -1,0 +1,293 @@
+"""Recommendation answers on the NGC question set (issue 36): collect, choose on dev, report.
+
+    python bench/guideline.py collect   # per question and mode: the packed evidence's recommendations, scored
+    python bench/guideline.py grid      # replay the selection over a grid on the dev third; write the choice
+    python bench/guideline.py recall    # required recommendations in the context: passage vs full mode
+    python bench/guideline.py report    # medr2 eval trust on all questions with the defaults; tables by split
+
+Splits (fixed, by SHA-1 of the question id): the third of ``bench/data/ngc_questions.jsonl``
+and of ``bench/data/ngc_unanswerable.jsonl`` with the smallest hashes is **dev** (42 + 11
+questions); ``[recommend]``'s constants are chosen there only. The rest (84 + 21) is the
+**report** split. The final rows come from ``medr2 eval trust`` with the chosen constants (the
+product path), written to ``bench/results/eval/trust/recommend``.
+
+``collect`` runs each question through the passage (vanilla_rag) and full (kg) pipelines on the
+trust index of bench/eval.py (built there when missing) without a generator, reads every
+recommendation of the packed evidence with :class:`medr2.apply.recommend.Recommender` and stores
+it with its relevance and whether its passage holds a required recommendation
+(``bench/out/guideline/cands-MODE.jsonl``, resumable). ``grid`` replays
+:meth:`Recommender.choose` on those rows, so a grid point costs no model call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+QUESTIONS = ROOT / "bench" / "data" / "ngc_questions.jsonl"
+UNANSWERABLE = ROOT / "bench" / "data" / "ngc_unanswerable.jsonl"
+OUT = ROOT / "bench" / "out" / "guideline"
+RESULTS = ROOT / "bench" / "results"
+MODES = {"passage": "vanilla_rag", "full": "kg"}
+
+
+def load(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def dev_ids(qs: list[dict]) -> set[str]:
+    """The third of the questions with the smallest SHA-1 of their id."""
+    order = sorted(qs, key=lambda q: hashlib.sha1(q["id"].encode()).hexdigest())
+    return {q["id"] for q in order[: round(len(qs) / 3)]}
+
+
+def all_questions() -> tuple[list[dict], set[str]]:
+    a, u = load(QUESTIONS), load(UNANSWERABLE)
+    return a + u, dev_ids(a) | dev_ids(u)
+
+
+def collect(args) -> None:
+    from eval import trust_index
+
+    from medr2.apply.answer import EvidenceItem
+    from medr2.config import Config
+    from medr2.eval.trust import holds
+    from medr2.pipelines import Pipeline
+    from medr2.pipelines.engine import Engine
+
+    index = trust_index()
+    cfg = Config.load(ROOT / "bench" / "eval.toml")
+    cfg.recommend.enabled = True
+    if args.coarse_k:
+        cfg.recommend.extractive_k = args.coarse_k
+    engine = Engine.open(index, cfg, generator="none")
+    rec = engine.recommender
+    qs, dev = all_questions()
+    if args.dev_only:
+        qs = [q for q in qs if q["id"] in dev]
+    OUT.mkdir(parents=True, exist_ok=True)
+    for mode, pipe in MODES.items():
+        if args.mode and mode != args.mode:
+            continue
+        f = OUT / f"cands-{mode}{args.tag}.jsonl"
+        done = {json.loads(x)["id"] for x in f.read_text().splitlines()} if f.exists() else set()
+        t0 = time.perf_counter()
+        with open(f, "a", encoding="utf-8") as out:
+            for i, q in enumerate(qs, 1):
+                if q["id"] in done:
+                    continue
+                t = time.perf_counter()
+                res = Pipeline(engine, pipe).run(q["question"])
+                items = [EvidenceItem(r.n, r.passage_id, r.title, r.source_type.value, r.level, r.text, r.heading_path)
+                         for r in res.evidence if r.kept]
+                items.sort(key=lambda x: x.n)
+                required = [r["text"] for r in q["required"]]
+                cands = rec.candidates(items)
+                rec.c.overlap_weight = 0.0
+                rel = rec.relevance(q["question"], cands).tolist()  # the cross-encoder alone
+                rec.c.overlap_weight = 1.0
+                ov = rec.relevance(q["question"], cands).tolist()  # term overlap alone
+                row = {"id": q["id"], "dev": q["id"] in dev, "unanswerable": bool(q.get("unanswerable")),
+                       "question": q["question"], "required": required,
+                       "best_passage": max((r.relevance for r in res.evidence if r.kept and r.relevance is not None),
+                                           default=None),
+                       "context_holds": [any(holds(x.text, r) for x in items) for r in required],
+                       "passages": {x.passage_id: [holds(x.text, r) for r in required] for x in items},
+                       "cands": [{"n": e.n, "passage_id": e.passage_id, "title": e.title, "statement": s.statement,
+                                  "grade": s.grade, "strength": s.strength, "direction": s.direction,
+                                  "population": s.population, "firm": s.firm, "rel": r, "ov": o}
+                                 for (e, s), r, o in zip(cands, rel, ov)],
+                       "seconds": round(time.perf_counter() - t, 2)}
+                out.write(json.dumps(row) + "\n")
+                out.flush()
+                print(f"{mode} {i}/{len(qs)} {q['id']}: {len(items)} passages, {len(cands)} statements, "
+                      f"{row['seconds']:.1f} s ({time.perf_counter() - t0:.0f} s)", flush=True)
+    engine.close()
+
+
+def replay(rows: list[dict], c) -> dict:
+    """The trust metrics of the selection with config ``c`` over collected rows (the omission and
+    grounded precision of :mod:`medr2.eval.trust`, from the passages' stored holds flags)."""
+    from medr2.apply.answer import EvidenceItem
+    from medr2.apply.recommend import Recommender
+    from medr2.appraise.recommendations import Statement
+
+    import numpy as np
+
+    # a scorer is set so the cross-encoder's floors apply; coverage (not scored here) reads zeros
+    r = Recommender(c, scorer=(lambda q, t: np.zeros(len(t))))
+    om, prec, false_abs, abst, n_items = [], [], [], [], []
+    for row in rows:
+        cands = [(EvidenceItem(x["n"], x["passage_id"], x["title"], "guideline", 3, ""),
+                  Statement(x["statement"], x["grade"], x["strength"], x["direction"], x["population"], x["firm"]))
+                 for x in row["cands"]]
+        w = c.overlap_weight
+        ra = r.choose(row["question"], cands, np.asarray([(1 - w) * x["rel"] + w * x["ov"] for x in row["cands"]],
+                                                         dtype=float), row["best_passage"])
+        if row["unanswerable"]:
+            abst.append(float(ra.insufficient))
+            continue
+        false_abs.append(float(ra.insufficient))
+        cited = list(dict.fromkeys(x.passage_id for x in ra.recommendations))
+        n_req = len(row["required"])
+        held = [any(row["passages"][p][k] for p in cited) for k in range(n_req)]
+        om.append(1 - sum(held) / n_req if n_req else 0.0)
+        if cited:
+            prec.append(sum(any(row["passages"][p]) for p in cited) / len(cited))
+        n_items.append(len(ra.recommendations))
+
+    def m(xs):
+        return sum(xs) / len(xs) if xs else None
+    return {"omission": m(om), "precision": m(prec), "false_abstention": m(false_abs), "abstention": m(abst),
+            "items": m(n_items), "n": len(om), "n_unanswerable": len(abst)}
+
+
+GRID = {"overlap_weight": [0.0, 0.25, 0.5, 0.75],
+        "min_relevance": [0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5],
+        "keep_ratio": [0.0, 0.3, 0.5, 0.7, 0.85],
+        "abstain_below": [0.0, 0.02, 0.025, 0.03, 0.035, 0.04, 0.05],
+        "max_items": [2, 3, 4, 5, 8],
+        "one_guideline": [False, True]}
+
+
+def objective(s: dict) -> tuple:
+    """Dev choice, in two steps: the abstention threshold that best separates unanswerable from
+    answerable questions (highest abstention - false abstention; :func:`choose_abstention`),
+    then, at that threshold, the lowest omission + (1 - precision), then fewer items."""
+    return (s["omission"] + (1 - (s["precision"] or 0)), s["items"] or 0)
+
+
+def choose_abstention(rows: list[dict]) -> float:
+    """The ``abstain_below`` of GRID with the highest abstention - false abstention on ``rows``
+    (the best packed passage's relevance decides; the selection does not)."""
+    def gap(t):
+        a = [r["best_passage"] is not None and r["best_passage"] < t for r in rows if not r["unanswerable"]]
+        u = [r["best_passage"] is not None and r["best_passage"] < t for r in rows if r["unanswerable"]]
+        return sum(u) / max(len(u), 1) - sum(a) / max(len(a), 1)
+    return max(GRID["abstain_below"], key=lambda t: (gap(t), -t))
+
+
+def grid(args) -> None:
+    from medr2.config import RecommendConfig
+
+    rows = {mode: load(OUT / f"cands-{mode}{args.tag}.jsonl") for mode in MODES
+            if (OUT / f"cands-{mode}{args.tag}.jsonl").exists()}
+    dev_rows = [r for r in rows[args.mode or "passage"] if r["dev"]]
+    results = []
+    abstain = choose_abstention(dev_rows)
+    for vals in itertools.product(*GRID.values()):
+        kw = dict(zip(GRID, vals))
+        if kw["abstain_below"] != abstain:
+            continue
+        results.append((kw, replay(dev_rows, RecommendConfig(**kw))))
+    results.sort(key=lambda x: objective(x[1]))
+    best = results[0][0]
+    lines = ["# Recommendation answers: dev choice (bench/guideline.py grid)", "",
+             f"Dev: {sum(not r['unanswerable'] for r in dev_rows)} NGC questions + "
+             f"{sum(r['unanswerable'] for r in dev_rows)} unanswerable (passage mode). Objective: "
+             "abstain_below with the highest abstention - false abstention first, then the selection with the "
+             "lowest omission + (1 - precision).", "",
+             "| overlap_weight | min_relevance | keep_ratio | abstain_below | max_items | one_guideline | omission | "
+             "precision | false abst. | abstention | items |", "|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+    for kw, s in results[:15]:
+        lines.append(f"| {kw['overlap_weight']} | {kw['min_relevance']} | {kw['keep_ratio']} | {kw['abstain_below']} | "
+                     f"{kw['max_items']} | {kw['one_guideline']} | "
+                     f"{s['omission']:.3f} | {(s['precision'] or 0):.3f} | {s['false_abstention']:.3f} | "
+                     f"{(s['abstention'] or 0):.3f} | {s['items']:.2f} |")
+    lines += ["", f"Chosen: `{json.dumps(best)}`", ""]
+    for mode, rs in rows.items():
+        for split in ("dev", "report"):
+            sub = [r for r in rs if r["dev"] == (split == "dev")]
+            if not sub:
+                continue
+            s = replay(sub, RecommendConfig(**best))
+            lines.append(f"- replay, {mode}, {split} ({s['n']} + {s['n_unanswerable']}): omission "
+                         f"{s['omission']:.3f}, precision {(s['precision'] or 0):.3f}, false abstention "
+                         f"{s['false_abstention']:.3f}, abstention {(s['abstention'] or 0):.3f}")
+    text = "\n".join(lines) + "\n"
+    (RESULTS / f"guideline-dev{args.tag}.md").write_text(text, encoding="utf-8")
+    print(text)
+
+
+def recall(args) -> None:
+    """Share of required recommendations held by a packed passage, per mode and split."""
+    for mode in MODES:
+        f = OUT / f"cands-{mode}{args.tag}.jsonl"
+        if not f.exists():
+            continue
+        rows = [r for r in load(f) if not r["unanswerable"]]
+        for split in ("dev", "report", "all"):
+            sub = [r for r in rows if split == "all" or r["dev"] == (split == "dev")]
+            flags = [h for r in sub for h in r["context_holds"]]
+            print(f"{mode} {split}: {sum(flags)}/{len(flags)} required recommendations in the context "
+                  f"({sum(flags) / len(flags):.1%}); statements read per question "
+                  f"{sum(len(r['cands']) for r in sub) / len(sub):.1f}")
+
+
+def report(args) -> None:
+    """``medr2 eval trust`` (extractive path, the shipped ``[recommend]`` defaults) on the NGC
+    questions and the unanswerable ones; the summary per mode and split, as a markdown table."""
+    import subprocess
+
+    from eval import medr2, trust_index
+
+    from medr2.eval.trust import summarize
+
+    qs, dev = all_questions()
+    qfile = OUT / "questions-all.jsonl"
+    OUT.mkdir(parents=True, exist_ok=True)
+    qfile.write_text("".join(json.dumps(q) + "\n" for q in qs), encoding="utf-8")
+    out = RESULTS / "eval" / "trust" / "recommend"
+    cmd = medr2("eval", "trust", "--questions", str(qfile), "--index", str(trust_index()), "--llm", "none",
+                "--config", str(ROOT / "bench" / "eval.toml"), "--out", str(out),
+                "--mode", "passage", "--mode", "full", "--mode", "oracle_kg")
+    subprocess.check_call(cmd)
+    from medr2.eval.trust import holds
+
+    required = {q["id"]: [r["text"] for r in q["required"]] for q in qs}
+
+    def in_context(rows):  # share of required recommendations held by a packed passage
+        flags = [any(holds(e["text"], t) for e in r.get("evidence") or []) for r in rows for t in required[r["id"]]]
+        return sum(flags) / len(flags) if flags else None
+
+    lines = ["| mode | split | N | required in context | omission | grounded precision | unsupported | conflicts | "
+             "invalid citations | false abstention | N unanswerable | abstention | recommendations per answer |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for mode in ("passage", "full", "oracle_kg"):
+        rows = [json.loads(f.read_text()) for f in sorted((out / mode).glob("*.json"))]
+        for split in ("dev", "report", "all"):
+            sub = [r for r in rows if split == "all" or (r["id"] in dev) == (split == "dev")]
+            s = summarize(sub)
+            n_rec = [len(r.get("recommendations") or []) for r in sub if not r.get("unanswerable")]
+            pct = lambda v: "-" if v is None else f"{100 * v:.0f}%"  # noqa: E731
+            ctx = in_context([r for r in sub if not r.get("unanswerable")])
+            lines.append(f"| {mode} | {split} | {s['n']} | {pct(ctx)} | {pct(s['omission'])} | "
+                         f"{pct(s['grounded_precision'])} | "
+                         f"{pct(s['unsupported'])} | {pct(s['conflict_rate'])} | {pct(s['invalid_citation'])} | "
+                         f"{pct(s['insufficient_rate'])} | {s['n_unanswerable']} | {pct(s['abstention_rate'])} | "
+                         f"{sum(n_rec) / max(len(n_rec), 1):.2f} |")
+    text = "\n".join(lines) + "\n"
+    (RESULTS / "guideline-trust.md").write_text(text, encoding="utf-8")
+    print(text)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("phase", choices=["collect", "grid", "recall", "report"])
+    ap.add_argument("--coarse-k", type=int, help="collect: appraise.coarse_k (default: bench/eval.toml's)")
+    ap.add_argument("--tag", default="", help="suffix of the candidate files (a variant's own rows)")
+    ap.add_argument("--mode", choices=list(MODES), help="collect or read one mode only")
+    ap.add_argument("--dev-only", action="store_true", help="collect: the dev split only")
+    args = ap.parse_args()
+    {"collect": collect, "grid": grid, "recall": recall, "report": report}[args.phase](args)
+
+
+if __name__ == "__main__":
+    main()

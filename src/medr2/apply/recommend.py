@@ -1,0 +1,248 @@
+"""Recommendation-level answers (issue 36): the guideline recommendations of the packed evidence
+that apply to the question, graded, cited and ordered by strength, with the parts of the
+question that none of them covers. On the extractive path (no generator) this list *is* the
+answer: it contains only what the guidelines say. With a generator it is given to the model as
+the structure of its answer (:mod:`medr2.apply.prompts`).
+
+Selection (constants in ``[recommend]``, chosen on dev questions):
+
+1. every recommendation of every packed passage (:func:`medr2.appraise.recommendations.extract`)
+   outside method, scope and harms sections, ungraded ones taking the grade of their list's
+   header; outside guidelines only graded statements count;
+2. relevance of each to the question: the calibrated cross-encoder on ``title: statement``
+   mixed with the share of the question's content words it holds (``overlap_weight``), or that
+   share alone when no cross-encoder is loaded;
+3. when the best packed passage's relevance (the coarse reranker's) is below ``abstain_below``
+   (without a relevance model: the best statement's overlap below ``overlap_abstain_below``),
+   none applies: insufficient evidence, saying what was searched;
+4. otherwise the best, then every other statement at least ``min_relevance`` and ``keep_ratio``
+   times the best, skipping near-duplicates (same direction, ``duplicate_overlap`` of the shorter
+   one's content words), up to ``max_items``;
+5. ordered by strength (graded strength, or firm before conditional wording), then relevance.
+
+Example::
+
+    >>> from medr2.apply.answer import EvidenceItem
+    >>> from medr2.apply.recommend import Recommender
+    >>> from medr2.config import RecommendConfig
+    >>> ev = [EvidenceItem(1, "p1", "Muscle cramps", "guideline", 3,
+    ...       "- Quinine should be avoided for routine treatment of muscle cramps (Level A).\\n"
+    ...       "- Naftidrofuryl may be considered for muscle cramps (Level C).")]
+    >>> r = Recommender(RecommendConfig(), scorer=None).answer("Should quinine treat muscle cramps?", ev)
+    >>> [(x.grade, x.n) for x in r.recommendations], r.insufficient
+    ([('Level A', 1)], False)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from medr2.apply.answer import Answer, EvidenceItem
+from medr2.apply.focus import content_words, overlap_scores
+from medr2.appraise.recommendations import Statement, advice_section, extract, header_grade
+from medr2.config import RecommendConfig
+from medr2.schema import Recommendation
+
+Scorer = Callable[[str, list[str]], np.ndarray]  # (question, texts) -> calibrated relevance
+_PART = re.compile(r"\?\s*|[;,]?\s+(?:and|or|but)\s+(?=(?:what|which|how|when|where|why|who|should|is|are|does|do|"
+                   r"can|could|would|will|must)\b)", re.I)
+
+
+@dataclass
+class RecommendationAnswer:
+    recommendations: list[Recommendation]
+    parts: list[str]  # the parts of the question
+    uncovered: list[str]  # parts no chosen recommendation covers
+    insufficient: bool
+    searched: int  # statements considered
+    answer: Answer = field(default_factory=lambda: Answer(""))
+
+
+def question_parts(question: str) -> list[str]:
+    """The parts a question asks, split at question marks and at a conjunction that starts a
+    new question ("..., and what benefit can I promise?").
+
+    >>> question_parts("Should I refer her for thymectomy, and what benefit can I promise?")
+    ['Should I refer her for thymectomy', 'what benefit can I promise']
+    """
+    return [p.strip(" ,;.") for p in _PART.split(question) if len(content_words(p)) >= 1]
+
+
+def covers(statement: str, part: str, share: float) -> bool:
+    """Whether a statement holds ``share`` of a question part's content words (a five-letter
+    prefix counts: "screened" covers "screening")."""
+    return bool(overlap_scores(part, [statement])[0] >= share) if content_words(part) else False
+
+
+def near_duplicate(a: str, b: str, share: float) -> bool:
+    """Two statements sharing ``share`` of the shorter one's content words."""
+    wa, wb = content_words(a), content_words(b)
+    if not wa or not wb:
+        return False
+    return len(wa & wb) / min(len(wa), len(wb)) >= share
+
+
+class Recommender:
+    """Chooses the applicable recommendations of the packed evidence (module docstring)."""
+
+    def __init__(self, config: RecommendConfig, scorer: Optional[Scorer] = None,
+                 previous: Optional[Callable[[str], list[str]]] = None):
+        """``scorer``: calibrated relevance of texts to a question (medr2's cross-encoder), or None
+        for term overlap. ``previous``: the texts before a passage in its document (nearest
+        last), for a list header's grade; None reads none."""
+        self.c, self.scorer, self.previous = config, scorer, previous
+
+    def candidates(self, evidence: Sequence[EvidenceItem]) -> list[tuple[EvidenceItem, Statement]]:
+        out, seen = [], set()
+        for e in evidence:
+            if not advice_section(e.heading_path):
+                continue
+            stmts = extract(e.text)
+            inherited = None
+            for s in stmts:
+                if s.grade is None and self.previous is not None and self.c.header_lookback:
+                    if inherited is None:
+                        inherited = header_grade(self.previous(e.passage_id)[-self.c.header_lookback:])
+                    if inherited[0] is not None:
+                        s.grade, s.strength = inherited
+                if s.grade is None and e.source_type != "guideline":
+                    continue  # a paper's or an opinion's "should" is not a guideline recommendation
+                key = " ".join(s.statement.lower().split())
+                if key not in seen:
+                    seen.add(key)
+                    out.append((e, s))
+        return out
+
+    def relevance(self, question: str, cands: list[tuple[EvidenceItem, Statement]]) -> np.ndarray:
+        if not cands:
+            return np.zeros(0)
+        overlap = overlap_scores(question, [s.statement for _, s in cands])
+        if self.scorer is None:
+            return overlap
+        ce = np.asarray(self.scorer(question, [f"{e.title}: {s.statement}" if e.title else s.statement
+                                               for e, s in cands]), dtype=np.float64)
+        w = self.c.overlap_weight
+        return (1 - w) * ce + w * overlap
+
+    def choose(self, question: str, cands: list[tuple[EvidenceItem, Statement]], rel: np.ndarray,
+               best_passage: Optional[float] = None) -> RecommendationAnswer:
+        """Steps 3-5 of the module docstring over scored candidates (pure; the bench replays it).
+        ``best_passage``: the best calibrated relevance of a packed passage (the coarse
+        reranker's), which decides abstention; when it is None, no statement reaching the floor
+        does (``overlap_*`` floors without a cross-encoder)."""
+        c = self.c
+        parts = question_parts(question) or [question]
+        if not cands:
+            return RecommendationAnswer([], parts, parts, True, 0)
+        if self.scorer is None:
+            abstain, floor = float(rel.max()) < c.overlap_abstain_below, c.overlap_min_relevance
+        elif best_passage is not None:
+            abstain, floor = best_passage < c.abstain_below, c.min_relevance
+        else:  # passages without a relevance score: no statement reaching the floor
+            abstain, floor = float(rel.max()) < c.min_relevance, c.min_relevance
+        if abstain:
+            return RecommendationAnswer([], parts, parts, True, len(cands))
+        best = float(rel.max())
+        order = sorted(range(len(cands)), key=lambda i: -rel[i])
+        chosen = [order[0]]
+        top_source = cands[order[0]][0].title
+        for i in order[1:]:
+            if len(chosen) >= c.max_items:
+                break
+            if c.one_guideline and cands[i][0].title != top_source:
+                continue
+            if rel[i] < max(floor, c.keep_ratio * best):
+                break
+            if any(cands[i][1].direction == cands[j][1].direction and  # opposite advice is never a repeat
+                   near_duplicate(cands[i][1].statement, cands[j][1].statement, c.duplicate_overlap) for j in chosen):
+                continue
+            chosen.append(i)
+        chosen.sort(key=lambda i: (-cands[i][1].rank, -rel[i]))
+        recs = []
+        for i in chosen:
+            e, s = cands[i]
+            recs.append(Recommendation(
+                n=e.n, passage_id=e.passage_id, title=e.title, statement=s.statement, grade=s.grade,
+                strength=s.strength, direction=s.direction, population=s.population,
+                relevance=round(float(rel[i]), 4)))
+        self.coverage(parts, recs)
+        covered = {p for r in recs for p in r.covers}
+        return RecommendationAnswer(recs, parts, [p for p in parts if p not in covered], False, len(cands))
+
+    def coverage(self, parts: list[str], recs: list[Recommendation]) -> None:
+        """Which parts of the question each chosen recommendation covers. A one-part question is
+        covered by every chosen recommendation (each passed the relevance bar against it). With
+        several parts, a part is covered by a statement whose relevance to that part alone (the
+        same cross-encoder and overlap mix) is at least ``min_relevance``, or, without a
+        cross-encoder, that holds ``cover_share`` of its content words."""
+        if len(parts) == 1:
+            for r in recs:
+                r.covers = list(parts)
+            return
+        if self.scorer is not None and recs:
+            texts = [f"{r.title}: {r.statement}" if r.title else r.statement for r in recs]
+            w = self.c.overlap_weight
+            for p in parts:
+                v = ((1 - w) * np.asarray(self.scorer(p, texts), dtype=np.float64)
+                     + w * overlap_scores(p, [r.statement for r in recs]))
+                for r, x in zip(recs, v):
+                    if x >= self.c.min_relevance:
+                        r.covers.append(p)
+            return
+        for r in recs:
+            r.covers = [p for p in parts if covers(r.statement, p, self.c.cover_share)]
+
+    def answer(self, question: str, evidence: Sequence[EvidenceItem]) -> RecommendationAnswer:
+        """The recommendation answer of a free-text question over the packed evidence; its
+        ``answer`` field is the extractive answer (cited quotes, one per line)."""
+        cands = self.candidates(evidence)
+        rels = [e.relevance for e in evidence if e.relevance is not None]
+        ra = self.choose(question, cands, self.relevance(question, cands), max(rels) if rels else None)
+        ra.answer = as_answer(ra, len(evidence))
+        return ra
+
+
+def grade_label(r: Recommendation) -> str:
+    if r.grade:
+        return f"{r.grade}; {r.strength}" if r.strength and r.strength.lower() not in r.grade.lower() else r.grade
+    return "ungraded"
+
+
+def as_answer(ra: RecommendationAnswer, n_passages: int) -> Answer:
+    """The extractive answer: each recommendation quoted with its grade and citation."""
+    if ra.insufficient:
+        what = (f"{ra.searched} recommendation(s) in {n_passages} passage(s) were read"
+                if ra.searched else f"{n_passages} passage(s) were read")
+        return Answer("Insufficient evidence: the passages found do not contain a guideline recommendation that "
+                      f"applies to this question ({what}).",
+                      "", [], [], True, "extractive-recommendations",
+                      ["no LLM: recommendation answer (medr2.apply.recommend); abstained"], uncovered=list(ra.parts))
+    # the grade leads, so it reads as part of the quote's first sentence, not as a claim of its own
+    lines = [f"- [{grade_label(r)}] {r.statement} [{r.n}]" for r in ra.recommendations]
+    if ra.uncovered:
+        lines.append("These recommendations do not cover: " + " / ".join(f'"{p}"' for p in ra.uncovered) + ".")
+    cited = list(dict.fromkeys(r.n for r in ra.recommendations))
+    ids = list(dict.fromkeys(r.passage_id for r in ra.recommendations))
+    return Answer("\n".join(lines), "", ids, cited, False, "extractive-recommendations",
+                  [f"no LLM: {len(ra.recommendations)} applicable recommendation(s) of {ra.searched} read, quoted "
+                   "with their grades (medr2.apply.recommend)"],
+                  recommendations=list(ra.recommendations), uncovered=list(ra.uncovered))
+
+
+def prompt_block(ra: RecommendationAnswer) -> str:
+    """The recommendations as the generator is shown them: one line each, citation first.
+
+    >>> from medr2.schema import Recommendation
+    >>> ra = RecommendationAnswer([Recommendation(n=2, passage_id="p", statement="Offer X.", grade="Level A",
+    ...                            strength="strong")], ["Offer X?"], [], False, 1)
+    >>> prompt_block(ra)
+    '[2] (Level A; strong) Offer X.'
+    """
+    lines = [f"[{r.n}] ({grade_label(r)}) {r.statement}" for r in ra.recommendations]
+    if ra.uncovered:
+        lines.append("No recommendation covers: " + "; ".join(ra.uncovered))
+    return "\n".join(lines)

@@ -1,0 +1,313 @@
+"""Guideline recommendations as evidence units (issue 36): the graded statements a passage holds,
+each with its grade as written, a normalised strength, its direction and the population it is
+for. Pure functions over text; nothing is stored at ingest, so any index gets them.
+
+A statement is a *recommendation* when it directs care ("should", "is recommended", "may be
+considered", "avoid", "do not") or carries a grade tag; a finding on the evidence ("there is
+Level I evidence for ...", "data are insufficient") counts too, since a clinician wants to know
+what the guideline could not recommend. The sentences that follow it in the same bullet and do
+not start a statement of their own are its qualifiers and stay with it ("These agents should
+only be considered when ..."). Labels such as "Recommendation." or "R3:" are dropped.
+
+Grades are read from the wording of the common schemes (the mapping to a strength is ours, from
+each scheme's published definitions):
+
+=====================================  =========================================================
+scheme (how it is written)             strength
+=====================================  =========================================================
+GRADE: "strong/conditional/weak        strong; conditional and weak are ``weak``
+recommendation, low-quality evidence"
+GRADE codes "1A".."2C", Endocrine      1 ``strong``, 2 ``weak``
+Society "(1|++OO)"
+ACC/AHA "Class I/IIa/IIb/III,          I ``strong``, IIa ``moderate``, IIb ``weak``, III
+Level A"                               ``strong`` (a firm "no benefit" or "harm")
+Levels / grades "Level A", "Grade B",  A or I or 1 ``strong``, B or II or 2 ``moderate``, C/D
+"Level II", USPSTF "B recommendation"  or III/IV ``weak``; U and USPSTF "I statement"
+                                       ``insufficient``
+bracketed "[IA]", "(I-C)", "II-2D"     the letter: A ``strong``, B ``moderate``, C-E ``weak``
+"GPP", good practice point, expert     ``consensus``
+opinion, consensus
+=====================================  =========================================================
+
+Example::
+
+    >>> from medr2.appraise.recommendations import extract, parse_grade
+    >>> parse_grade("Offer statins (Strong recommendation, moderate-quality evidence).")
+    ('Strong recommendation, moderate-quality evidence', 'strong')
+    >>> [(r.statement, r.grade, r.strength, r.direction) for r in extract(
+    ...     "- Recommendation. Quinine should be avoided for routine cramps (Level A). "
+    ...     "It should only be used when cramps are disabling.")]
+    [('Quinine should be avoided for routine cramps (Level A). It should only be used when cramps are disabling.', 'Level A', 'strong', 'against')]
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from medr2.kg.extract.structured import polarity_of
+from medr2.util.sentences import sentences
+
+STRENGTHS = ("strong", "moderate", "weak", "consensus", "insufficient")
+# order of a recommendation list: stronger first; an ungraded statement ranks by its wording
+STRENGTH_RANK = {"strong": 4, "moderate": 3, "consensus": 2.5, "weak": 2, "insufficient": 0}
+
+_LETTER = {"A": "strong", "B": "moderate", "C": "weak", "D": "weak", "E": "weak", "U": "insufficient"}
+_ROMAN = {"I": "strong", "II": "moderate", "III": "weak", "IV": "weak"}
+_DIGIT = {"1": "strong", "2": "moderate", "3": "weak", "4": "weak"}
+_NOT_A_GRADE = r"(?!\s*(?:stud|trial|article|paper|report|data\b|patients?\b))"
+
+# (pattern, strength of the match) in the order tried; the first match in the statement wins
+# wording-only grades ("strongly recommends", "consensus") count only when no tag is present
+_GRADES: list[tuple[re.Pattern, Callable[[re.Match], str], bool]] = []
+
+
+def _grade(pattern: str, strength: Callable[[re.Match], str], wording: bool = False) -> None:
+    _GRADES.append((re.compile(pattern, re.I), strength, wording))
+
+
+# GRADE wording, with the quality of evidence when it follows
+_grade(r"\b(strong|weak|conditional|moderate|discretionary)\s+recommendations?"
+       r"(?:\s*(?:[,;]|based on|with)\s*(?:an?\s+)?(?:(?:very\s+)?(?:high|moderate|low)(?:[- ]quality|[- ]level)?"
+       r"(?:\s+(?:of\s+)?evidence|\s+quality\s+of\s+evidence|\s+level\s+of\s+evidence)?|"
+       r"(?:evidence\s+level|level\s+of\s+evidence|quality\s+of\s+evidence)\s*:?\s*[A-D1-4]\b))?",
+       lambda m: {"strong": "strong", "moderate": "moderate"}.get(m.group(1).lower(), "weak"))
+# ACC/AHA class with its level of evidence
+_grade(r"\bClass\s+(III|IIa|IIb|II|I|IV)\b" + _NOT_A_GRADE + r"(?:\s*[,;(]?\s*(?:Level(?:\s+of\s+Evidence)?\s*:?\s*)"
+       r"([A-C](?:-[A-Z]{1,3})?))?\)?",
+       lambda m: {"I": "strong", "IIA": "moderate", "IIB": "weak", "II": "moderate", "III": "strong",
+                  "IV": "weak"}[m.group(1).upper()])
+# Endocrine Society: (1|++OO), (2|+OOO)
+_grade(r"\(\s*([12])\s*\|\s*[+O⊕○]{2,4}\s*\)", lambda m: _DIGIT[m.group(1)])
+# USPSTF statements
+_grade(r"\bI\s+statement\b", lambda m: "insufficient")
+_grade(r"\b(?:grade\s+)?([A-D])\s+recommendation\b", lambda m: _LETTER[m.group(1).upper()])
+# named levels and grades: Level A, Grade B, Level II, Level 1, Level of evidence: C
+_grade(r"\b(?:Level|Grade|Strength(?:\s+of\s+recommendation)?|SOR)\s*(?:of\s+evidence\s*)?[:=]?\s*"
+       r"(I{1,3}V?|IV|[A-DU]|[1-4])(?:[abc+]|-[abc1-3])?(?!\w)" + _NOT_A_GRADE,
+       lambda m: (_ROMAN.get(m.group(1).upper()) or _LETTER.get(m.group(1).upper()) or _DIGIT[m.group(1)]))
+# GRADE codes 1A..2C in brackets or parentheses
+_grade(r"[\[(]\s*([12])\s*([A-D])\s*[\])]", lambda m: _DIGIT[m.group(1)] if m.group(1) == "1" else "weak")
+# evidence class + letter grade in brackets or parentheses: [IA], [IIb-B], (I-C), (II-2D)
+_grade(r"[\[(]\s*(?:I{1,3}|IV)(?:-?[1-3]|[ab])?\s*-?\s*([A-E])\s*[\])]", lambda m: _LETTER[m.group(1).upper()])
+_grade(r"\b(?:I{1,3}|IV)-[1-3]\s*([A-E])\b", lambda m: _LETTER[m.group(1).upper()])
+# a single letter grade in brackets at the end of a statement: "... prevent ARF [D]."
+_grade(r"\[\s*([A-D])\s*\]\s*\.?$", lambda m: _LETTER[m.group(1).upper()])
+# GRADE's wording without a tag: "the panel strongly recommends"
+_grade(r"\bstrongly\s+(?:recommend(?:s|ed)?|advise[sd]?)\b", lambda m: "strong", wording=True)
+# consensus statements
+_grade(r"\b(?:GPP|good practice point|expert opinion|consensus(?:[- ]based)?(?:\s+recommendation)?)\b",
+       lambda m: "consensus", wording=True)
+
+_DIRECTIVE = re.compile(
+    r"(?i)\b(?:should|must|shall|recommend(?:s|ed|ation)?|suggest(?:s|ed)?|advise[sd]?|"
+    r"(?:is|are)\s+(?:not\s+)?(?:indicated|contraindicated|preferred|advised|warranted|required|necessary)|"
+    r"consider(?:ed)?|offer(?:ed)?|avoid(?:ed)?|do not|(?:is|are)\s+(?:an?\s+)?(?:reasonable|appropriate|acceptable)|"
+    r"(?:is|are)\s+(?:an?\s+)?(?:option|first[- ]line|treatment of choice)|"
+    r"may\s+(?:be|benefit|use|receive|reduce)|can\s+be\s+(?:used|offered|considered|given)|"
+    r"there is (?:\w+\s+){0,3}evidence|(?:evidence|data) (?:is|are|was|were) (?:insufficient|inadequate|inconclusive)|"
+    r"insufficient evidence)\b")
+# wording of an ungraded statement: firm ("should", "is recommended") or conditional ("may")
+# NICE-style imperatives that open a recommendation ("Offer ...", "Do not ...", "Stop ...")
+_IMPERATIVE = re.compile(
+    r"^(?:offer|consider|do not|don't|stop|continue|start|measure|check|prefer|expect|advise|reduce|use|give|"
+    r"avoid|refer|assess|screen|test|treat|monitor|prescribe|discuss|ensure|explain|arrange|review|repeat|"
+    r"perform|obtain|administer|withhold|discontinue|recommend|encourage|think about|be aware|take into account)\b",
+    re.I)
+_GRADE_ONLY = re.compile(r"^\s*[(\[][^()\[\]]{1,120}[)\]]\s*\.?\s*$")
+_FIRM = re.compile(r"(?i)\b(?:should|must|shall|recommend(?:s|ed)?|(?:is|are)\s+(?:not\s+)?indicated|"
+                   r"contraindicated|do not|avoid)\b|^(?:offer|do not|stop|start|measure|check|give|use|treat|"
+                   r"refer|avoid)\b")
+_INSUFFICIENT = re.compile(r"(?i)\b(?:insufficient|inadequate|inconclusive|unproven|no recommendation|"
+                           r"cannot be made|Level U)\b")
+_LABEL = re.compile(r"(?i)^\s*(?:[-•*–]\s*)*(?:(?:key\s+)?recommendations?\s*(?:\d+(?:\.\d+)*)?\s*[.:)-]\s*|"
+                    r"R\d+(?:\.\d+)*\s*[.:)-]\s*|\d+(?:\.\d+)*[.)]\s+|\d+(?:\.\d+)+\s+|[a-z][.)]\s+)?")
+_BULLET = re.compile(r"^\s*(?:[-•*–]|\d+(?:\.\d+)*[.)]|[a-z][.)])\s+")
+_STARTS_OWN = re.compile(r"(?i)^(?:conclusion|question|rationale|evidence|remarks?|note|comment|summary|"
+                         r"background|qualifying statement)s?\b\s*[.:]")
+_POPULATION = re.compile(
+    r"(?i)^(?:(?:in|for|among)\s+)((?:all\s+|most\s+)?(?:adults?|patients?|people|persons?|women|men|girls|boys|"
+    r"child(?:ren)?|infants?|neonates?|newborns?|adolescents?|individuals?|those|pregnant|older|elderly|"
+    r"postmenopausal|premenopausal|healthy|asymptomatic|symptomatic|high[- ]risk|low[- ]risk|average[- ]risk|"
+    r"hospitali[sz]ed|critically|outpatients?|inpatients?|residents?|athletes?|survivors?|smokers?|"
+    r"nonpregnant|non-pregnant|term|preterm)\b[^,;:]{0,160}),")
+_SUBJECT = re.compile(
+    r"(?i)^((?:all\s+|most\s+)?(?:adults?|patients?|people|persons?|women|men|child(?:ren)?|infants?|neonates?|"
+    r"adolescents?|individuals?|pregnant\s+women|older\s+adults|smokers)\b[^,;:]{0,160}?)\s+"
+    r"(?:should|must|may|can|are|who\s+\w+\s+should)\b")
+
+
+# sections of a guideline that describe it rather than recommend: methods, grading schemes, scope,
+# evidence tables, benefits and harms, implementation and publication details (NGC field names
+# and the usual headings of guideline documents)
+_NOT_ADVICE_SECTION = re.compile(
+    r"(?i)\b(?:method|rating scheme|grading|definitions?|scope|objective|intended users|target population|"
+    r"outcomes considered|interventions and practices considered|specialty|guideline category|"
+    r"evidence supporting|references?|bibliograph|implementation|identifying information|availability|"
+    r"disclaimer|copyright|funding|conflicts? of interest|financial disclosure|committee|endorser|developer|"
+    r"guideline title|validation|cost analysis|potential (?:benefits|harms)|benefits/harms|background|"
+    r"introduction|acknowledg|abbreviation|glossary|patient resources|companion documents|status|"
+    r"date released|adaptation|composition of group)")
+# a grade definition ("Level A = Established as effective", "Grade B: fair evidence") or a
+# grading-scheme sentence, not a recommendation
+_DEFINITION = re.compile(
+    r"(?i)^\s*(?:\(?\s*(?:Level|Grade|Class|Strength|Quality|Category|Evidence)\b[^.=:]{0,40}?(?:=|\brequires\b|"
+    r"(?::|\s-\s)\s*(?:established|probably|possibly|data|evidence|good|fair|poor|insufficient|at least|one or more|"
+    r"consistent|limited|expert|based on|high|moderate|low|very low|the (?:benefits?|net benefit)))|"
+    r"[A-D]\s*=\s|[IV]{1,3}(?:-\d)?\s*=\s)|"
+    r"\bthere is (?:good|fair|poor|insufficient) evidence to recommend (?:for |against )?the clinical preventive action")
+_TRAILER = re.compile(r"(?i)\s(?:Definitions|Abbreviations|Key|Legend)\s*:.*$", re.S)
+
+
+def advice_section(heading_path: list[str]) -> bool:
+    """Whether a passage's section may hold recommendations (not methods, grading schemes,
+    scope, harms, publication details).
+
+    >>> advice_section(["Recommendations", "Major Recommendations"]), advice_section(["Methodology", "Rating Scheme"])
+    (True, False)
+    """
+    return not any(_NOT_ADVICE_SECTION.search(h) for h in heading_path)
+
+
+@dataclass
+class Statement:
+    """One recommendation as written in a passage."""
+
+    statement: str
+    grade: Optional[str]  # the grade as written ("Level A", "1|++OO"); None: ungraded
+    strength: Optional[str]  # one of STRENGTHS; None: ungraded
+    direction: str  # "for", "against" or "neutral" (a finding, an option, insufficient evidence)
+    population: Optional[str]
+    firm: bool  # firm wording ("should", "is recommended") rather than conditional ("may")
+
+    @property
+    def rank(self) -> float:
+        """Order key of a recommendation list (higher first): its strength, or for an ungraded
+        statement its wording (firm 2.75, conditional 1.5)."""
+        if self.strength is not None:
+            return STRENGTH_RANK[self.strength]
+        return 2.75 if self.firm else 1.5
+
+
+def parse_grade(text: str) -> tuple[Optional[str], Optional[str]]:
+    """(grade as written, normalised strength) of the first grade tag in ``text``; (None, None)
+    when it holds none.
+
+    >>> parse_grade("Thymectomy is an option (Class II).")
+    ('Class II', 'moderate')
+    >>> parse_grade("Offer preoperative blockade. (1|++OO)")
+    ('1|++OO', 'strong')
+    >>> parse_grade("On the basis of 2 Class I studies, quinine is effective.")
+    (None, None)
+    """
+    for wording in (False, True):
+        best = None
+        for pattern, strength, is_wording in _GRADES:
+            m = pattern.search(text) if is_wording == wording else None
+            if m and (best is None or m.start() < best[0].start()):
+                best = (m, strength)
+        if best is not None:
+            m, strength = best
+            return m.group(0).strip(" ()[].").strip(), strength(m)
+    return None, None
+
+
+def population_of(statement: str) -> Optional[str]:
+    """Who a recommendation is for, when its wording says so ("In adults with X, ..."; "Women
+    who ... should ...").
+
+    >>> population_of("In adults with type 2 diabetes, metformin should be offered first.")
+    'adults with type 2 diabetes'
+    >>> population_of("Patients with ascites should receive antibiotics.")
+    'Patients with ascites'
+    """
+    s = _LABEL.sub("", statement).strip()
+    m = _POPULATION.match(s) or _SUBJECT.match(s)
+    return " ".join(m.group(1).split()) if m else None
+
+
+def is_recommendation(sentence: str) -> bool:
+    """Whether a sentence directs care, reports a finding on the evidence, or carries a grade."""
+    return (bool(_DIRECTIVE.search(sentence)) or bool(_IMPERATIVE.match(_LABEL.sub("", sentence).strip()))
+            or parse_grade(sentence)[0] is not None)
+
+
+def _units(text: str) -> list[str]:
+    """The bullets of a passage (a line that starts without a bullet continues the one above
+    when the passage is bulleted), each a run of sentences."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    bulleted = any(_BULLET.match(ln) for ln in lines)
+    out: list[str] = []
+    for ln in lines:
+        if bulleted and out and not _BULLET.match(ln) and not _STARTS_OWN.match(ln.strip()):
+            out[-1] = out[-1].rstrip() + " " + ln.strip()
+        else:
+            out.append(ln.strip())
+    return out
+
+
+def extract(text: str, max_follow: int = 2) -> list[Statement]:
+    """The recommendations of a passage, in their order. A recommendation sentence starts a
+    statement; up to ``max_follow`` following sentences of the same bullet that are not
+    recommendations of their own, nor labelled parts ("Conclusion.", "Rationale:"), qualify it.
+    A following sentence that directs care itself ("They should only be used after ...") also
+    stays with it when it starts with a pronoun that refers back."""
+    out: list[Statement] = []
+    for unit in _units(text):
+        unit = _TRAILER.sub("", _LABEL.sub("", unit)).strip()
+        if not unit or _STARTS_OWN.match(unit):
+            continue
+        current: list[str] = []
+        follow = 0
+        for _, _, s in sentences(unit):
+            refers_back = bool(re.match(r"(?i)^(?:these|this|they|it|such|both|either|the latter|however|"
+                                        r"in (?:these|such) (?:cases|patients))\b", s))
+            if current and _GRADE_ONLY.match(s):  # "... the risk. (Strong recommendation; level B)"
+                current.append(s)
+                continue
+            if is_recommendation(s) and not (current and refers_back and follow < max_follow):
+                if current:
+                    out.append(_statement(" ".join(current)))
+                current, follow = [s], 0
+            elif current and follow < max_follow:
+                current.append(s)
+                follow += 1
+        if current:
+            out.append(_statement(" ".join(current)))
+    return [s for s in out if _is_advice(s.statement)]
+
+
+def _is_advice(statement: str) -> bool:
+    """Not a grade definition, a bare parenthetical or a fragment of under four words."""
+    return not (_DEFINITION.search(statement) or statement.startswith("(") or len(statement.split()) < 4)
+
+
+_HEADER_END = re.compile(r":\s*$")
+
+
+def header_grade(previous: list[str]) -> tuple[Optional[str], Optional[str]]:
+    """The grade a list inherits from its header: ``previous`` are the texts before a
+    recommendation in its document, nearest last. The nearest line that ends with a colon and is
+    not a bullet is the header ("The following recommendations are based on limited evidence
+    (Level B):"); its grade, or (None, None) when it has none or no header is found.
+
+    >>> header_grade(["Level A applies below (Level A):", "- Offer X.", "- Avoid Y."])
+    ('Level A', 'strong')
+    >>> header_grade(["Background:", "- Offer X."])
+    (None, None)
+    """
+    for text in reversed(previous):
+        for line in reversed([ln.strip() for ln in text.splitlines() if ln.strip()]):
+            if _HEADER_END.search(line) and not _BULLET.match(line):
+                return parse_grade(line)
+    return None, None
+
+
+def _statement(text: str) -> Statement:
+    grade, strength = parse_grade(text)
+    if strength is None and _INSUFFICIENT.search(text):
+        strength = "insufficient"
+    pol = polarity_of(text)
+    direction = "neutral" if strength == "insufficient" else {1: "for", -1: "against"}.get(pol, "neutral")
+    return Statement(text, grade, strength, direction, population_of(text), bool(_FIRM.search(text)))

@@ -1,0 +1,155 @@
+"""Recommendation-level answers (issue 36): selection by relevance, near-duplicates, order by
+strength, coverage of the question's parts, abstention, and the extractive answer's text."""
+
+import numpy as np
+
+from medr2.apply.answer import EvidenceItem
+from medr2.apply.recommend import Recommender, as_answer, near_duplicate, question_parts
+from medr2.config import RecommendConfig
+
+QUESTION = "Should quinine be used for muscle cramps, and what else can be tried?"
+EV = [
+    EvidenceItem(1, "p-quinine", "Muscle cramps", "guideline", 3,
+                 "- Recommendation. Quinine derivatives should be avoided for routine treatment of cramps (Level A)."),
+    EvidenceItem(2, "p-other", "Muscle cramps", "guideline", 3,
+                 "- Naftidrofuryl, diltiazem and vitamin B complex may be considered for muscle cramps (Level C).\n"
+                 "- Quinine derivatives should be avoided for the routine treatment of muscle cramps."),
+    EvidenceItem(3, "p-gout", "Gout", "guideline", 3, "- Allopurinol should be offered for recurrent gout (1B)."),
+]
+# relevance by passage, as a cross-encoder would give it
+REL = {"p-quinine": 0.9, "p-other": 0.6, "p-gout": 0.05}
+
+
+def scorer_for(rel_by_text):
+    def score(question, texts):
+        return np.asarray([rel_by_text(t) for t in texts])
+    return score
+
+
+def by_passage(t):
+    if "Allopurinol" in t:
+        return REL["p-gout"]
+    if "Naftidrofuryl" in t:
+        return REL["p-other"]
+    return REL["p-quinine"] if "(Level A)" in t else 0.85
+
+
+def recommender(**kw):
+    cfg = RecommendConfig(**{"min_relevance": 0.3, "keep_ratio": 0.5, "abstain_below": 0.2, "overlap_weight": 0.0,
+                             "max_items": 5, **kw})
+    return Recommender(cfg, scorer_for(by_passage))
+
+
+def test_question_parts():
+    assert question_parts(QUESTION) == ["Should quinine be used for muscle cramps", "what else can be tried"]
+    assert question_parts("Is X safe in pregnancy?") == ["Is X safe in pregnancy"]
+
+
+def test_applicable_recommendations_are_chosen_deduplicated_and_ordered_by_strength():
+    ra = recommender().answer(QUESTION, EV)
+    assert ra.searched == 4 and not ra.insufficient
+    # the unlabelled repeat of the quinine statement is a near-duplicate; gout is irrelevant
+    assert [(r.passage_id, r.grade, r.strength) for r in ra.recommendations] == [
+        ("p-quinine", "Level A", "strong"), ("p-other", "Level C", "weak")]
+    assert ra.recommendations[0].direction == "against" and ra.recommendations[0].relevance == 0.9
+    assert ra.answer.citations == ["p-quinine", "p-other"] and ra.answer.cited == [1, 2]
+    assert ra.answer.method == "extractive-recommendations"
+    lines = ra.answer.answer.splitlines()
+    assert lines[0].startswith("- [Level A; strong] Quinine derivatives should be avoided") and lines[0].endswith(
+        "(Level A). [1]")
+    assert ra.answer.recommendations == ra.recommendations
+
+
+def test_overlap_weight_mixes_term_overlap_into_the_relevance():
+    r = recommender(overlap_weight=0.5)
+    cands = r.candidates(EV)
+    ce = recommender().relevance(QUESTION, cands)
+    mixed = r.relevance(QUESTION, cands)
+    from medr2.apply.focus import overlap_scores
+    ov = overlap_scores(QUESTION, [s.statement for _, s in cands])
+    assert np.allclose(mixed, 0.5 * ce + 0.5 * ov)
+
+
+def test_one_guideline_keeps_the_top_statement_s_guideline_only():
+    ev = EV[:2] + [EvidenceItem(3, "p-x", "Other guideline", "guideline", 3,
+                                "- Quinine should be avoided in cramps of pregnancy (Grade B).")]
+    both = recommender(keep_ratio=0.0, min_relevance=0.01).answer(QUESTION, ev)
+    one = recommender(keep_ratio=0.0, min_relevance=0.01, one_guideline=True).answer(QUESTION, ev)
+    assert "Other guideline" in {x.title for x in both.recommendations}
+    assert {x.title for x in one.recommendations} == {"Muscle cramps"}
+
+
+def test_a_lower_ratio_floor_admits_more_and_max_items_caps():
+    assert len(recommender(keep_ratio=0.0, min_relevance=0.01).answer(QUESTION, EV).recommendations) == 3
+    assert len(recommender(keep_ratio=0.0, min_relevance=0.01, max_items=1).answer(QUESTION, EV).recommendations) == 1
+
+
+def test_uncovered_parts_are_named():
+    def score(question, texts):  # relevance to the quinine part only
+        return np.asarray([by_passage(t) if "quinine" in question.lower() else 0.05 for t in texts])
+
+    cfg = RecommendConfig(min_relevance=0.3, keep_ratio=0.5, abstain_below=0.2, overlap_weight=0.0, max_items=5)
+    ra = Recommender(cfg, score).answer(QUESTION, EV)
+    assert ra.uncovered == ["what else can be tried"]
+    assert ra.answer.answer.endswith('These recommendations do not cover: "what else can be tried".')
+    assert all(r.covers == ["Should quinine be used for muscle cramps"] for r in ra.recommendations)
+
+
+def test_term_overlap_coverage_of_several_parts():
+    r = Recommender(RecommendConfig(overlap_min_relevance=0.2, overlap_abstain_below=0.2, cover_share=0.5,
+                                    keep_ratio=0.0, max_items=5))
+    ra = r.answer("Should quinine be avoided, and is naftidrofuryl useful for cramps?", EV)
+    assert {p for x in ra.recommendations for p in x.covers} == {"Should quinine be avoided",
+                                                                 "is naftidrofuryl useful for cramps"}
+    assert ra.uncovered == []
+
+
+def with_relevance(rel):
+    return [EvidenceItem(e.n, e.passage_id, e.title, e.source_type, e.level, e.text, relevance=rel) for e in EV]
+
+
+def test_nothing_relevant_abstains_and_says_what_was_searched():
+    # the best packed passage's relevance decides: 0.1 < abstain_below 0.2
+    assert not recommender().answer(QUESTION, with_relevance(0.5)).insufficient
+    ra = recommender().answer(QUESTION, with_relevance(0.1))
+    assert ra.insufficient and ra.recommendations == []
+    assert ra.answer.insufficient and ra.answer.citations == []
+    assert "do not contain a guideline recommendation that applies" in ra.answer.answer
+    assert "(4 recommendation(s) in 3 passage(s) were read)" in ra.answer.answer
+
+
+def test_evidence_without_recommendations_is_left_to_the_sentence_answer():
+    ev = [EvidenceItem(1, "p", "Anatomy", "textbook", 5, "The femur is the longest bone of the body.")]
+    assert recommender().answer("Which bone is longest?", ev).searched == 0
+
+
+def test_term_overlap_without_a_cross_encoder_uses_its_own_floors():
+    r = Recommender(RecommendConfig(overlap_min_relevance=0.5, overlap_abstain_below=0.4), scorer=None)
+    ra = r.answer("Should quinine be avoided for cramps?", EV)
+    assert ra.recommendations and all("uinine" in x.statement for x in ra.recommendations)
+    assert r.answer("Which vaccine prevents shingles?", EV).insufficient
+
+
+def test_list_header_grade_is_inherited_through_the_document():
+    ev = [EvidenceItem(1, "p2", "PPH", "guideline", 3, "- Uterotonic agents should be first-line for atony.")]
+    prev = {"p2": ["Postpartum hemorrhage.", "The following are based on consensus and expert opinion (Level C):"]}
+    r = Recommender(RecommendConfig(overlap_weight=0.0), scorer_for(lambda t: 0.9), previous=lambda pid: prev[pid])
+    (rec,) = r.answer("first-line treatment for uterine atony?", ev).recommendations
+    assert (rec.grade, rec.strength) == ("Level C", "weak")
+
+
+def test_outside_guidelines_only_graded_statements_count():
+    ev = [EvidenceItem(1, "op", "Opinion", "paper", 9, "I believe metformin should be stopped below an eGFR of 45."),
+          EvidenceItem(2, "rct", "Trial", "paper", 2, "Metformin should be continued to an eGFR of 30 (Grade B).")]
+    assert [s.statement[:20] for _, s in recommender().candidates(ev)] == ["Metformin should be "]
+
+
+def test_near_duplicate():
+    assert near_duplicate("Quinine should be avoided for routine cramps.",
+                          "Quinine derivatives should be avoided for routine treatment of cramps.", 0.8)
+    assert not near_duplicate("Offer metformin.", "Avoid quinine.", 0.5)
+
+
+def test_insufficient_answer_lists_every_part_as_uncovered():
+    ra = recommender().answer(QUESTION, with_relevance(0.01))
+    assert as_answer(ra, 3).uncovered == question_parts(QUESTION)

@@ -1,0 +1,116 @@
+"""Recommendation extraction with grades (issue 36): the grade schemes guidelines use, list
+headers, qualifiers that stay with their statement, direction and population."""
+
+import pytest
+
+from medr2.appraise.recommendations import extract, header_grade, parse_grade, population_of
+
+
+@pytest.mark.parametrize("text, grade, strength", [
+    ("Offer statins (Strong recommendation, moderate-quality evidence).",
+     "Strong recommendation, moderate-quality evidence", "strong"),
+    ("Clinicians may offer CBT (conditional recommendation, low quality of evidence).",
+     "conditional recommendation, low quality of evidence", "weak"),
+    ("Ascitic fluid should be cultured at the bedside (Class I, Level B).", "Class I, Level B", "strong"),
+    ("Anticoagulation is reasonable (Class IIa, Level A).", "Class IIa, Level A", "moderate"),
+    ("Routine use is not recommended (Class III, Level C).", "Class III, Level C", "strong"),
+    ("Vasectomy is safer than tubal sterilization (Level A).", "Level A", "strong"),
+    ("Naftidrofuryl may be considered (Level C).", "Level C", "weak"),
+    ("There is Level II evidence for nucleus accumbens DBS.", "Level II", "moderate"),
+    ("The Task Force suggests alpha-blockers first. (2|++OO)", "2|++OO", "moderate"),
+    ("Intranasal corticosteroids are the most potent medications [IA].", "IA", "strong"),
+    ("Azelastine offers no benefit over conventional treatment [IIA].", "IIA", "strong"),
+    ("Amniocentesis should be offered (II-2B).", "II-2B", "moderate"),
+    ("Treat for 10 days to eradicate GAS [D].", "D", "weak"),
+    ("We recommend against routine screening (1C).", "1C", "strong"),
+    ("The USPSTF concludes that the evidence is insufficient (I statement).", "I statement", "insufficient"),
+    ("The panel strongly recommends trauma-focused psychotherapy.", "strongly recommends", "strong"),
+    ("Use a cuffed tube (GPP).", "GPP", "consensus"),
+])
+def test_grade_schemes(text, grade, strength):
+    assert parse_grade(text) == (grade, strength)
+
+
+@pytest.mark.parametrize("text", [
+    "On the basis of data from 2 Class I studies, quinine derivatives are effective.",
+    "Three Level 1 trials were reviewed.",
+    "Metformin should be offered first.",
+])
+def test_study_classes_and_plain_directives_are_no_grade(text):
+    assert parse_grade(text) == (None, None)
+
+
+def test_a_bullet_keeps_its_qualifiers_and_drops_its_label():
+    text = ("Question 2: Is quinine effective?\n"
+            " - Conclusion. Quinine derivatives are effective, although the benefit is small.\n"
+            " - Recommendation. Although likely effective (Level A), quinine derivatives should be avoided for "
+            "routine treatment of cramps. These agents should only be considered when cramps are very disabling. "
+            "They should only be used after informing the patient of the side effects.")
+    got = extract(text)
+    assert len(got) == 1
+    s = got[0]
+    assert s.statement.startswith("Although likely effective (Level A), quinine derivatives should be avoided")
+    assert s.statement.endswith("informing the patient of the side effects.")
+    assert (s.grade, s.strength, s.direction, s.firm) == ("Level A", "strong", "against", True)
+
+
+def test_separate_bullets_are_separate_recommendations_in_order():
+    text = "- Offer X to adults (Level B).\n- Avoid Y in pregnancy (Level C).\n- Background on Z."
+    got = extract(text)
+    assert [(s.grade, s.direction) for s in got] == [("Level B", "for"), ("Level C", "against")]
+
+
+def test_insufficient_evidence_is_a_finding_without_direction():
+    (s,) = extract("Data are insufficient to draw any conclusion on calf stretching (Level U).")
+    assert (s.strength, s.direction) == ("insufficient", "neutral")
+
+
+def test_a_list_inherits_the_grade_of_its_header():
+    previous = ["Postpartum hemorrhage.",
+                "The following recommendations are based on limited evidence (Level B):",
+                "- Misoprostol can be used.",
+                "The following are based on consensus and expert opinion (Level C):"]
+    assert header_grade(previous) == ("Level C", "weak")
+    assert header_grade(previous[:3]) == ("Level B", "moderate")
+    assert header_grade(["Background and scope:", "- Offer X."]) == (None, None)
+
+
+def test_population():
+    assert population_of("For adult patients with PTSD, the panel suggests CBT.") == "adult patients with PTSD"
+    assert population_of("Women who breastfeed may use warfarin.") is None or \
+        population_of("Women who breastfeed may use warfarin.").startswith("Women")
+    assert population_of("Metformin should be offered.") is None
+
+
+def test_ungraded_wording_ranks_firm_above_conditional():
+    firm, may = extract("Patients should receive X.\nY may be considered.")
+    assert firm.rank > may.rank and firm.grade is None and may.grade is None
+    graded = extract("Z may be considered (Level A).")[0]
+    assert graded.rank > firm.rank
+
+
+def test_nice_style_imperatives_with_a_trailing_grade_sentence():
+    text = ("2.4 Stop metformin when the eGFR falls below 30, and do not start it below 45 unless the benefit "
+            "outweighs the risk. (Strong recommendation; evidence level B)")
+    (s,) = extract(text)
+    assert s.statement.startswith("Stop metformin") and s.statement.endswith("(Strong recommendation; evidence level B)")
+    assert (s.grade, s.strength, s.firm) == ("Strong recommendation; evidence level B", "strong", True)
+    (c,) = extract("Consider a GLP-1 receptor agonist when more glucose lowering is needed.")
+    assert c.grade is None and not c.firm
+
+
+def test_grade_definitions_methods_and_fragments_are_not_recommendations():
+    from medr2.appraise.recommendations import advice_section
+
+    for text in ["Level A = Established as effective for the given condition (requires two Class I studies).",
+                 "Grade B: fair evidence that the service improves outcomes; it should be offered.",
+                 "(Level A rating requires at least two consistent Class I studies.)",
+                 "Informal Consensus", "There is fair evidence to recommend the clinical preventive action"]:
+        assert extract(text) == [], text
+    (s,) = extract("Grade A: offer metformin to adults with type 2 diabetes.")
+    assert s.statement.startswith("Grade A: offer metformin")
+    (t,) = extract("- Diltiazem may be considered (Level C). Definitions: Level C = possibly effective.")
+    assert t.statement == "Diltiazem may be considered (Level C)."
+    assert advice_section(["Recommendations", "Major Recommendations"]) and advice_section(["Contraindications"])
+    assert not advice_section(["Methodology", "Rating Scheme for the Strength of the Recommendations"])
+    assert not advice_section(["Benefits/Harms of Implementing the Guideline Recommendations", "Potential Harms"])

@@ -1,0 +1,49 @@
+"""Recommendation answers through a pipeline without a generator (the extractive path): ``ask
+--json`` carries the recommendations and the uncovered parts; evidence without recommendations
+keeps the quoted-sentence answer; the render shows grades and citations."""
+
+import numpy as np
+from test_relevance_order import FakeEngine, hit
+
+from medr2.apply.recommend import Recommender
+from medr2.config import Config
+from medr2.pipelines import Pipeline
+from medr2.render import answer_lines
+
+Q = "Should metformin be stopped when the eGFR falls below 30 mL/min?"
+GUIDE = hit("g1", "guideline", 0.9, "- Metformin should be stopped when the eGFR falls below 30 mL/min (Level B).\n"
+            "- Metformin should not be started when the eGFR is 30-45 mL/min (Level C).")
+FLU = hit("g2", "guideline", 0.01, "- Influenza vaccination is recommended every autumn for adults (Grade A).")
+
+
+def engine(hits, scorer=None):
+    cfg = Config()
+    cfg.recommend.overlap_weight, cfg.recommend.max_items = 0.0, 5  # the fake cross-encoder alone decides
+    e = FakeEngine(cfg, hits)
+    e.recommender = Recommender(cfg.recommend, scorer or (lambda q, texts: np.asarray(
+        [0.9 if "metformin" in t.lower() else 0.02 for t in texts])))
+    return e
+
+
+def test_a_guideline_question_is_answered_with_its_graded_recommendations():
+    res = Pipeline(engine([GUIDE, FLU]), "vanilla_rag").run(Q)
+    assert res.method == "extractive-recommendations" and not res.insufficient
+    assert [(r.grade, r.direction, r.passage_id) for r in res.recommendations] == [
+        ("Level B", "for", "g1"), ("Level C", "against", "g1")]
+    assert res.citations == ["g1"]
+    dumped = res.model_dump(mode="json")
+    assert dumped["recommendations"][0]["statement"].startswith("Metformin should be stopped")
+    text = "\n".join(answer_lines(res, explain=False))
+    assert "Level B" in text and "[1]" in text
+
+
+def test_no_applicable_recommendation_abstains():
+    res = Pipeline(engine([FLU]), "vanilla_rag").run(Q)
+    assert res.insufficient and res.recommendations == [] and res.citations == []
+    assert res.answer.startswith("Insufficient evidence: the passages found do not contain a guideline recommendation")
+
+
+def test_passages_without_recommendations_keep_the_sentence_answer():
+    plain = hit("t1", "book", 0.9, "Metformin is cleared by the kidney. Lactic acidosis is rare.")
+    res = Pipeline(engine([plain]), "vanilla_rag").run(Q)
+    assert res.method == "extractive" and res.recommendations == []
