@@ -114,3 +114,10 @@ def test_grade_definitions_methods_and_fragments_are_not_recommendations():
     assert advice_section(["Recommendations", "Major Recommendations"]) and advice_section(["Contraindications"])
     assert not advice_section(["Methodology", "Rating Scheme for the Strength of the Recommendations"])
     assert not advice_section(["Benefits/Harms of Implementing the Guideline Recommendations", "Potential Harms"])
+
+
+def test_descriptions_of_practice_and_justifications_are_not_recommendations():
+    assert extract("Vitamin D and calcium supplementation are often recommended for postmenopausal women.") == []
+    assert extract("Justification: There is no direct evidence that screening is effective here.") == []
+    (s,) = extract("Statins are widely used, and should be offered to adults at high risk (Grade A).")
+    assert s.grade == "Grade A"

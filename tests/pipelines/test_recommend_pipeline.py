@@ -2,7 +2,10 @@
 --json`` carries the recommendations and the uncovered parts; evidence without recommendations
 keeps the quoted-sentence answer; the render shows grades and citations."""
 
+import json
+
 import numpy as np
+import pytest
 from test_relevance_order import FakeEngine, hit
 
 from medr2.apply.recommend import Recommender
@@ -47,3 +50,35 @@ def test_passages_without_recommendations_keep_the_sentence_answer():
     plain = hit("t1", "book", 0.9, "Metformin is cleared by the kidney. Lactic acidosis is rare.")
     res = Pipeline(engine([plain]), "vanilla_rag").run(Q)
     assert res.method == "extractive" and res.recommendations == []
+
+
+class RecordingLLM:
+    """Plumbing fake generator: records the prompts, answers with one cited sentence."""
+
+    name, temperature, seed = "fake", 0.0, 0
+
+    def __init__(self):
+        self.prompts = []
+
+    def chat(self, messages, json_schema=None, **kw):
+        self.prompts.append(messages[-1]["content"])
+        out = {"rationale": "The guideline says so [1].", "answer": "Stop metformin below an eGFR of 30 [1].",
+               "citations": [1], "insufficient": False}
+        return {"text": json.dumps({k: v for k, v in out.items() if k in json_schema["properties"]})}
+
+
+@pytest.mark.parametrize("give", [True, False])
+def test_with_a_generator_the_recommendations_structure_the_prompt_when_asked(give):
+    from medr2.apply.answer import CitedAnswerer
+
+    e = engine([GUIDE, FLU])
+    e.config.recommend.prompt = give
+    llm = RecordingLLM()
+    e.generator = llm
+    e.answerers = {cot: CitedAnswerer(llm, cot) for cot in (True, False)}
+    res = Pipeline(e, "vanilla_rag").run(Q)
+    assert res.method == "llm" and res.citations == ["g1"]
+    assert [r.grade for r in res.recommendations] == ["Level B", "Level C"]  # listed either way
+    block = "Guideline recommendations in the evidence that apply (strongest first):\n[1] (Level B; moderate)"
+    assert (block in llm.prompts[-1]) is give
+    assert ("state each one that applies, with its grade" in llm.prompts[-1]) is give

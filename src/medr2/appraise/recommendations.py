@@ -124,8 +124,12 @@ _INSUFFICIENT = re.compile(r"(?i)\b(?:insufficient|inadequate|inconclusive|unpro
 _LABEL = re.compile(r"(?i)^\s*(?:[-•*–]\s*)*(?:(?:key\s+)?recommendations?\s*(?:\d+(?:\.\d+)*)?\s*[.:)-]\s*|"
                     r"R\d+(?:\.\d+)*\s*[.:)-]\s*|\d+(?:\.\d+)*[.)]\s+|\d+(?:\.\d+)+\s+|[a-z][.)]\s+)?")
 _BULLET = re.compile(r"^\s*(?:[-•*–]|\d+(?:\.\d+)*[.)]|[a-z][.)])\s+")
-_STARTS_OWN = re.compile(r"(?i)^(?:conclusion|question|rationale|evidence|remarks?|note|comment|summary|"
-                         r"background|qualifying statement)s?\b\s*[.:]")
+_STARTS_OWN = re.compile(r"(?i)^(?:conclusion|question|rationale|justification|evidence|remarks?|note|comment|"
+                         r"summary|background|qualifying statement|implementation considerations?)s?\b\s*[.:]")
+# a description of practice, not advice: "X is often recommended", "surveys estimate", "is widely used"
+_DESCRIPTIVE = re.compile(r"(?i)\b(?:is|are|was|were|has been|have been)\s+(?:often|commonly|frequently|widely|"
+                          r"sometimes|usually|traditionally|generally|increasingly)\s+(?:recommended|used|prescribed|"
+                          r"advised|offered|given)\b")
 _POPULATION = re.compile(
     r"(?i)^(?:(?:in|for|among)\s+)((?:all\s+|most\s+)?(?:adults?|patients?|people|persons?|women|men|girls|boys|"
     r"child(?:ren)?|infants?|neonates?|newborns?|adolescents?|individuals?|those|pregnant|older|elderly|"
@@ -279,8 +283,10 @@ def extract(text: str, max_follow: int = 2) -> list[Statement]:
 
 
 def _is_advice(statement: str) -> bool:
-    """Not a grade definition, a bare parenthetical or a fragment of under four words."""
-    return not (_DEFINITION.search(statement) or statement.startswith("(") or len(statement.split()) < 4)
+    """Not a grade definition, a description of practice ("X is often recommended"; graded
+    statements excepted), a bare parenthetical or a fragment of under four words."""
+    return not (_DEFINITION.search(statement) or statement.startswith("(") or len(statement.split()) < 4
+                or (_DESCRIPTIVE.search(statement) and parse_grade(statement)[0] is None))
 
 
 _HEADER_END = re.compile(r":\s*$")

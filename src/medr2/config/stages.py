@@ -203,6 +203,9 @@ class RecommendConfig(Section):
     # (dev choice among 10, 20, 30, 50: 30)
     extractive_k: int = Field(30, ge=1)
     max_items: int = Field(2, ge=1)  # dev choice among 2, 3, 4, 5, 8
+    # with a generator: give it the applicable recommendations as the structure of its answer
+    # (false: the result still lists them beside the model's own answer)
+    prompt: bool = True
     # only the guideline of the most relevant statement answers (dev choice: off)
     one_guideline: bool = False
     # two statements sharing this share of the shorter one's content words are one (the stronger kept)

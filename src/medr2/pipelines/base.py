@@ -174,14 +174,15 @@ class Method:
         ra = self.recommend(question, evidence) if (not options and evidence) else None
         if ra is not None and self.engine.generator is None:
             return ra.answer  # the extractive path: the applicable recommendations are the answer
-        block = prompt_block(ra) if (ra is not None and ra.recommendations) else None
+        give = self.engine.config.recommend.prompt
+        block = prompt_block(ra) if (give and ra is not None and ra.recommendations) else None
         with stage("generate"):
             try:
                 kw = {k: v for k, v in (("graph", graph), ("recommendations", block)) if v is not None}
                 ans = answerer.answer(question, options, evidence, **kw)
             except LLMError as err:
                 return failed_answer(err)
-        if ra is not None:  # the list the answer was asked to follow
+        if ra is not None:  # the applicable recommendations (the list the answer followed, when given)
             ans.recommendations, ans.uncovered = list(ra.recommendations), list(ra.uncovered)
             if ra.insufficient:
                 ans.notes.append(f"no guideline recommendation of the {ra.searched} read applies to this question")
