@@ -38,7 +38,8 @@ def answer_lines(res, explain: bool) -> Iterator[str]:
     if res.reformulation:
         yield f"Query: {res.reformulation.get('query')} ({res.reformulation.get('method')})"
     flag = "  [INSUFFICIENT EVIDENCE]" if res.insufficient else ""
-    yield f"\nAnswer ({res.pipeline}, {res.method}): {res.answer}{flag}"
+    sep = "\n" if res.method == "extractive-recommendations" and not res.insufficient else " "
+    yield f"\nAnswer ({res.pipeline}, {res.method}):{sep}{res.answer}{flag}"
     if res.rationale:
         yield f"Rationale: {res.rationale}"
     if res.recommendations and res.method != "extractive-recommendations":  # that answer is the list itself

@@ -55,7 +55,8 @@ def test_applicable_recommendations_are_chosen_deduplicated_and_ordered_by_stren
     assert ra.answer.citations == ["p-quinine", "p-other"] and ra.answer.cited == [1, 2]
     assert ra.answer.method == "extractive-recommendations"
     lines = ra.answer.answer.splitlines()
-    assert lines[0].startswith("- [Level A; strong] Quinine derivatives should be avoided") and lines[0].endswith(
+    # the quote shows its grade as written, so the label adds the strength only
+    assert lines[0].startswith("- [strong] Quinine derivatives should be avoided") and lines[0].endswith(
         "(Level A). [1]")
     assert ra.answer.recommendations == ra.recommendations
 

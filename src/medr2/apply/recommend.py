@@ -212,6 +212,14 @@ def grade_label(r: Recommendation) -> str:
     return "ungraded"
 
 
+def quoted_label(r: Recommendation) -> str:
+    """The label before a quoted statement: its strength alone when the quote already shows
+    the grade as written, else :func:`grade_label`."""
+    if r.grade and r.grade.lower() in r.statement.lower():
+        return r.strength or "graded"
+    return grade_label(r)
+
+
 def as_answer(ra: RecommendationAnswer, n_passages: int) -> Answer:
     """The extractive answer: each recommendation quoted with its grade and citation."""
     if ra.insufficient:
@@ -222,7 +230,7 @@ def as_answer(ra: RecommendationAnswer, n_passages: int) -> Answer:
                       "", [], [], True, "extractive-recommendations",
                       ["no LLM: recommendation answer (medr2.apply.recommend); abstained"], uncovered=list(ra.parts))
     # the grade leads, so it reads as part of the quote's first sentence, not as a claim of its own
-    lines = [f"- [{grade_label(r)}] {r.statement} [{r.n}]" for r in ra.recommendations]
+    lines = [f"- [{quoted_label(r)}] {r.statement} [{r.n}]" for r in ra.recommendations]
     if ra.uncovered:
         lines.append("These recommendations do not cover: " + " / ".join(f'"{p}"' for p in ra.uncovered) + ".")
     cited = list(dict.fromkeys(r.n for r in ra.recommendations))
