@@ -134,7 +134,7 @@ def test_term_overlap_without_a_cross_encoder_uses_its_own_floors():
 def test_list_header_grade_is_inherited_through_the_document():
     ev = [EvidenceItem(1, "p2", "PPH", "guideline", 3, "- Uterotonic agents should be first-line for atony.")]
     prev = {"p2": ["Postpartum hemorrhage.", "The following are based on consensus and expert opinion (Level C):"]}
-    r = Recommender(RecommendConfig(overlap_weight=0.0), scorer_for(lambda t: 0.9), previous=lambda pid: prev[pid])
+    r = Recommender(RecommendConfig(overlap_weight=0.0), scorer_for(lambda t: 0.9), previous=lambda ids: {i: prev[i] for i in ids})
     (rec,) = r.answer("first-line treatment for uterine atony?", ev).recommendations
     assert (rec.grade, rec.strength) == ("Level C", "weak")
 

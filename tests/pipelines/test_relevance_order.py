@@ -52,6 +52,7 @@ class FakeEngine:
         self.count_tokens = estimate_tokens
         self.answerers = {cot: CitedAnswerer(None, cot) for cot in (True, False)}
         self.focus = None  # no sentence focus (apply.focus_sentences = 0)
+        self.recommender = None  # no recommendation answers (recommend.enabled = false)
         self._appraiser = None
         self.appraiser = Engine.appraiser.fget(self)
 

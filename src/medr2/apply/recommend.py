@@ -90,25 +90,22 @@ class Recommender:
     """Chooses the applicable recommendations of the packed evidence (module docstring)."""
 
     def __init__(self, config: RecommendConfig, scorer: Optional[Scorer] = None,
-                 previous: Optional[Callable[[str], list[str]]] = None):
+                 previous: Optional[Callable[[list[str]], dict[str, list[str]]]] = None):
         """``scorer``: calibrated relevance of texts to a question (medr2's cross-encoder), or None
-        for term overlap. ``previous``: the texts before a passage in its document (nearest
-        last), for a list header's grade; None reads none."""
+        for term overlap. ``previous``: for the passage ids given, the texts before each in its
+        document (nearest last), for a list header's grade; None reads none."""
         self.c, self.scorer, self.previous = config, scorer, previous
 
     def candidates(self, evidence: Sequence[EvidenceItem]) -> list[tuple[EvidenceItem, Statement]]:
+        read = [(e, extract(e.text)) for e in evidence if advice_section(e.heading_path)]
+        ungraded = [e.passage_id for e, stmts in read if any(s.grade is None for s in stmts)]
+        before = self.previous(ungraded) if (ungraded and self.previous is not None and self.c.header_lookback) else {}
         out, seen = [], set()
-        for e in evidence:
-            if not advice_section(e.heading_path):
-                continue
-            stmts = extract(e.text)
-            inherited = None
+        for e, stmts in read:
+            inherited = header_grade(before.get(e.passage_id, [])[-self.c.header_lookback:])
             for s in stmts:
-                if s.grade is None and self.previous is not None and self.c.header_lookback:
-                    if inherited is None:
-                        inherited = header_grade(self.previous(e.passage_id)[-self.c.header_lookback:])
-                    if inherited[0] is not None:
-                        s.grade, s.strength = inherited
+                if s.grade is None and inherited[0] is not None:
+                    s.grade, s.strength = inherited
                 if s.grade is None and e.source_type != "guideline":
                     continue  # a paper's or an opinion's "should" is not a guideline recommendation
                 key = " ".join(s.statement.lower().split())

@@ -66,7 +66,7 @@ def oracle_answer(engine, q: dict) -> dict:
         meta = store.passages([rid])[rid]
         items.append(EvidenceItem(i, p["passage_id"], meta["title"] or "", meta["source_type"], 3, p["text"],
                                   list(meta.get("heading_path") or [])))
-    rec = getattr(engine, "recommender", None)
+    rec = engine.recommender
     for it in items:  # relevant by construction: the oracle measures the selection, not abstention
         it.relevance = 1.0
     ra = rec.answer(q["question"], items) if (rec is not None and engine.generator is None and items) else None

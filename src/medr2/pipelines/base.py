@@ -236,7 +236,7 @@ class Method:
         """The recommendation answer (medr2.apply.recommend) of a free-text question whose
         evidence holds guideline recommendations; None when it holds none or ``[recommend]`` is
         off."""
-        rec = getattr(self.engine, "recommender", None)  # engines built without one (tests' fakes)
+        rec = self.engine.recommender
         if rec is None:
             return None
         with stage("recommend"):

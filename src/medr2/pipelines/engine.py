@@ -78,19 +78,20 @@ class Engine:
                 return model.calibrate(model.logits(question, texts))
         return Recommender(c, scorer, self.previous_texts)
 
-    def previous_texts(self, passage_id: str) -> list[str]:
-        """The texts before a passage in its document, nearest last (a list header's grade)."""
+    def previous_texts(self, passage_ids: list[str]) -> dict[str, list[str]]:
+        """For each passage, the texts before it in its document, nearest last (a list header's
+        grade); each document is read once."""
         store = self.index.store
-        rid = store.rowid_of(passage_id)
-        if rid is None:
-            return []
-        meta = store.passages([rid]).get(rid) or {}
-        texts = []
-        for p in store.doc_passages(meta.get("doc_id", "")):
-            if p.passage_id == passage_id:
-                return texts
-            texts.append(p.text)
-        return []
+        rids = [r for r in (store.rowid_of(p) for p in passage_ids) if r is not None]
+        docs = {m["doc_id"] for m in store.passages(rids).values()}
+        wanted, out = set(passage_ids), {}
+        for doc in docs:
+            texts = []
+            for p in store.doc_passages(doc):
+                if p.passage_id in wanted:
+                    out[p.passage_id] = list(texts)
+                texts.append(p.text)
+        return out
 
     def _focus(self, keep: int) -> Optional[SentenceFocus]:
         """The sentence focus (apply.focus_sentences > 0): scored by medr2's cross-encoder when
