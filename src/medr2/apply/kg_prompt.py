@@ -99,3 +99,64 @@ def fit_graph_block(triples: list[dict[str, Any]], cases: list[dict], numbers: d
             triples = triples[:len(triples) * 3 // 4]
         else:
             cases = cases[:-1]
+
+
+ASPECT_LABELS = {"syndrome": "辨证", "disease": "病名", "therapy": "治法", "formula": "方剂"}
+
+
+def case_paths_block(cases: list[dict[str, Any]], reasoning_chars: int = 300) -> str:
+    """The prompt lines of TCM-DiffRAG's matched solved cases (medr2.kg.tcm.CaseMatcher.match):
+    each case's findings (those the question shares marked), its path syndrome -> therapy ->
+    formula, its other answered questions and its reasoning, labelled [C1], [C2], ...
+
+    >>> print(case_paths_block([{"case_id": "tcmbench:CVR-1", "matched": [{"finding": "耳鸣", "case_finding": "耳鸣",
+    ...     "sim": 1.0}], "nodes": {"syndrome": "肝火上炎证", "therapy": "清肝泻火"}, "question": "q", "answer": "a",
+    ...     "reasoning": "", "path": [{"head": "耳鸣", "relation": "indicates_syndrome", "tail": "肝火上炎证"},
+    ...     {"head": "舌红", "relation": "indicates_syndrome", "tail": "肝火上炎证"}]}]))
+    Solved cases matched on this case's findings (TCM-DiffRAG; guidance, not evidence):
+    [C1] tcmbench:CVR-1 findings: 耳鸣*, 舌红 (* shared with this case)
+      path: 辨证 肝火上炎证 -> 治法 清肝泻火
+    """
+    if not cases:
+        return ""
+    lines = ["Solved cases matched on this case's findings (TCM-DiffRAG; guidance, not evidence):"]
+    for i, c in enumerate(cases, 1):
+        shared = {m["case_finding"] for m in c.get("matched", [])}
+        found = [t["head"] for t in c.get("path", []) if t["relation"].startswith("indicates_")
+                 or t["relation"] == "finding_of"]
+        if found:
+            lines.append(f"[C{i}] {c['case_id']} findings: "
+                         + ", ".join(f + "*" * (f in shared) for f in found) + " (* shared with this case)")
+        else:
+            lines.append(f"[C{i}] {c['case_id']} Q: {c['question'][:200]} A: {c['answer'][:100]}")
+        nodes = c.get("nodes") or {}
+        if nodes:
+            lines.append("  path: " + " -> ".join(f"{ASPECT_LABELS[a]} {nodes[a]}" for a in ASPECT_LABELS if a in nodes))
+        other = [t for t in c.get("path", []) if t["relation"] not in ("finding_of",)
+                 and not t["relation"].startswith("indicates_") and t["relation"] not in
+                 ("of_disease", "treated_by", "prescribes")]
+        if found and other:
+            lines.append("  answered: " + "; ".join(f"{t['head'][:40]} -> {t['tail'][:40]}" for t in other[:3]))
+        if c.get("reasoning"):
+            lines.append(f"  reasoning: {c['reasoning'][:reasoning_chars]}")
+    return "\n".join(lines)
+
+
+def definition_paths_block(matches: list[dict[str, Any]], n_findings: int) -> str:
+    """The general graph's paths for a case: each option term whose GB/T 16751 definition lists
+    features the case shows (finding -> term), with the definition's passage number.
+
+    >>> print(definition_paths_block([{"option": "A", "term": "肝火上炎证", "n": 1,
+    ...     "pairs": [["耳鸣", "耳暴鸣"], ["舌红", "舌红"]]}], 5))
+    Options whose GB/T 16751 definition lists this case's findings (general graph):
+    - A 肝火上炎证 [1]: 2 of 5 findings: 耳鸣 (耳暴鸣), 舌红
+    """
+    rows = [m for m in matches if m["pairs"]]
+    if not rows:
+        return ""
+    lines = ["Options whose GB/T 16751 definition lists this case's findings (general graph):"]
+    for m in sorted(rows, key=lambda m: -len(m["pairs"])):
+        shown = ", ".join(a if a == b else f"{a} ({b})" for a, b in m["pairs"])
+        ref = f" [{m['n']}]" if m.get("n") else ""
+        lines.append(f"- {m['option']} {m['term']}{ref}: {len(m['pairs'])} of {n_findings} findings: {shown}")
+    return "\n".join(lines)

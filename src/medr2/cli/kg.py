@@ -187,13 +187,18 @@ def kg_schema(index_dir, config_path, export_path, import_path):
 @click.argument("case_file", type=click.Path(dir_okay=False))
 @index_opt
 @config_opt
-@click.option("--format", "fmt", default="auto", type=click.Choice(["auto", "jsonl", "medmcqa"]),
-              show_default=True)
+@click.option("--format", "fmt", default="auto", type=click.Choice(["auto", "jsonl", "medmcqa", "tcmbench"]),
+              show_default=True, help="tcmbench: TCM cases read as finding -> syndrome -> therapy -> formula "
+                                      "paths linked to the GB/T 16751 entries the index holds (auto-detected).")
 @click.option("--limit", type=int, help="At most this many cases.")
 @click.option("--llm", "llm_spec", help="Decompose with this generator (default: the deterministic extractor).")
 @click.option("--progress/--no-progress", default=None)
 def kg_cases(case_file, index_dir, config_path, fmt, limit, llm_spec, progress):
     """Personalized graph from solved cases (question, answer, explanation); resumable."""
+    from medr2.ingest.loaders.tcmbench import is_tcmbench
+
+    if fmt == "tcmbench" or (fmt == "auto" and Path(case_file).suffix == ".json" and is_tcmbench(Path(case_file))):
+        return _tcm_cases(case_file, index_dir, config_path, limit, progress)
     from medr2.kg.build import library_for
     from medr2.kg.extract.rules import RuleExtractor
     from medr2.kg.personalized import CaseGraphBuilder, load_cases
@@ -248,3 +253,45 @@ def kg_export_reasoning(index_dir, out_path, fmt):
     finally:
         kg.close()
     click.echo(f"wrote {n} record(s) to {out_path}")
+
+
+def _tcm_cases(case_file, index_dir, config_path, limit, progress):
+    """TCMBench items as solved TCM cases (medr2.kg.tcm): deterministic, no model."""
+    from medr2.ingest.loaders.base import LoadError
+    from medr2.ingest.loaders.tcmbench import grouped, read_tcmbench
+    from medr2.kg.tcm import TermIndex, tcm_case
+
+    cfg = config_or_default(config_path)
+    idx = open_index(index_dir, cfg)
+    kg = open_graph(index_dir)
+    done = skipped = linked = 0
+    try:
+        terms = TermIndex.of_store(idx.store)
+        skipped_items: list[str] = []
+        groups = list(grouped(read_tcmbench(case_file, skipped_items)))[:limit]
+        show = sys.stderr.isatty() if progress is None else progress
+        it = groups
+        if show:
+            from tqdm import tqdm
+
+            it = tqdm(groups, desc="cases", unit="case", file=sys.stderr)
+        with kg.transaction():
+            for g in it:
+                case, triples, support = tcm_case(g, terms)
+                if kg.has_case(case["case_id"]):
+                    skipped += 1
+                    continue
+                kg.put_case(case, triples, support)
+                done += 1
+                linked += bool(support)
+    except (FileNotFoundError, LoadError) as e:
+        fail(str(e), EXIT_USAGE)
+    finally:
+        idx.close()
+        kg.close()
+    for msg in skipped_items:
+        click.echo(f"warning: {msg}", err=True)
+    if not len(terms):
+        click.echo("warning: the index holds no GB/T 16751 entries (ingest the standard's text first); the cases' "
+                   "syndromes, therapies and formulas are not linked to definitions", err=True)
+    click.echo(f"cases: {done} added ({linked} linked to GB/T 16751 entries), {skipped} already present")

@@ -65,3 +65,20 @@ class KGConfig(Section):
     # Induced schema: a relation's domain/range type needs this share of its typed triples.
     induce_min_share: float = Field(0.2, gt=0, le=1)
     induce_min_support: int = Field(3, ge=1)
+    cases: "CasesConfig" = Field(default_factory=lambda: CasesConfig())
+
+
+class CasesConfig(Section):
+    """TCM-DiffRAG's solved-case matching (``--pipeline tcm_diffrag``; medr2.kg.tcm). All ours:
+    TCM-DiffRAG states no matching constants; bench/README.md, "TCM-DiffRAG", says what chose them."""
+
+    # solved cases whose paths the prompt shows
+    k: int = Field(3, ge=1, le=10)
+    # a case's score: this weight x the IDF-weighted share of the question's findings it contains
+    # + the rest x the character-bigram cosine of the two texts
+    finding_weight: float = Field(0.6, ge=0, le=1)
+    # a question finding matches a case finding when this share of the shorter one's character
+    # bigrams is shared ("耳鸣" in "耳鸣如潮")
+    min_similarity: float = Field(0.6, gt=0, le=1)
+    # GB/T 16751 definitions given as evidence: the options' terms first, then the matched paths'
+    max_definitions: int = Field(6, ge=0)

@@ -4,7 +4,8 @@ Formats: MIRAGE ``benchmark.json`` (``{dataset: {id: {question, options, answer[
 XMedBench JSONL (``option`` block "(A) ...\\n(B) ..." and the misspelt ``anwer`` key; a
 ``context`` field is kept; a multiple-answer key such as "(ABE)" keeps every letter), MMLU CSV
 (headerless question,A,B,C,D,answer), PubMedQA ``ori_pqal.json`` (yes/no/maybe mapped to A/B/C
-as MIRAGE does). An answer that names no option is refused with the file and record.
+as MIRAGE does), TCMBench ``{type, example}`` JSON (a case vignette's shared case opens each of its
+sub-questions; dataset ``tcmbench-CVR`` / ``-FKU`` / ``-KHC``). An answer that names no option is refused with the file and record.
 
 Example::
 
@@ -123,3 +124,15 @@ def load_pubmedqa(path: str | Path) -> Iterator[EvalQuestion]:
                                answer=letter[decision], context=" ".join(r.get("CONTEXTS", [])), pmid=str(pmid))
         except (KeyError, TypeError) as e:
             raise DatasetError(f"{p}: {pmid} lacks {e}") from None
+
+
+def load_tcmbench(path: str | Path) -> Iterator[EvalQuestion]:
+    from medr2.ingest.loaders.base import LoadError
+    from medr2.ingest.loaders.tcmbench import read_tcmbench
+
+    try:
+        for it in read_tcmbench(path):
+            yield EvalQuestion(dataset=f"tcmbench-{it.kind}", id=it.id, question=it.text, options=dict(it.options),
+                               answer=it.answer)
+    except LoadError as e:
+        raise DatasetError(str(e)) from None

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from medr2.config import MOVED_KEYS
-from medr2.eval.datasets import DatasetError, load_mirage, load_mmlu_csv, load_pubmedqa, load_xmedbench
+from medr2.eval.datasets import DatasetError, load_mirage, load_mmlu_csv, load_pubmedqa, load_tcmbench, load_xmedbench
 from medr2.locks import try_lock
 from medr2.schema import EvalQuestion
 
@@ -78,7 +78,12 @@ def load_questions(name: str, benchmark: Optional[str]) -> list[EvalQuestion]:
         return list(load_mmlu_csv(p))
     if p.name.startswith("ori_pqal"):
         return list(load_pubmedqa(p))
-    raise DatasetError(f"{p}: unknown benchmark format (XMedBench .jsonl, MMLU .csv, PubMedQA ori_pqal.json)")
+    from medr2.ingest.loaders.tcmbench import is_tcmbench
+
+    if p.suffix == ".json" and is_tcmbench(p):
+        return list(load_tcmbench(p))
+    raise DatasetError(f"{p}: unknown benchmark format (XMedBench .jsonl, MMLU .csv, PubMedQA ori_pqal.json, "
+                       f"TCMBench .json)")
 
 
 def subset(questions: list[EvalQuestion], n: Optional[int], seed: int) -> list[EvalQuestion]:
@@ -119,7 +124,15 @@ def own_sources(q: EvalQuestion) -> frozenset[str]:
     ['123', 'pmid:123']
     >>> own_sources(EvalQuestion(dataset="bioasq", id="2", question="q?", pmid="9"))
     frozenset()
+
+    A TCMBench question's own solved item (``tcmbench:<group>``, as the tcmbench loader and
+    ``kg cases`` name it) is neither retrieved nor matched as a case:
+
+    >>> sorted(own_sources(EvalQuestion(dataset="tcmbench-CVR", id="CVR-14-2", question="q?")))
+    ['tcmbench:CVR-14', 'tcmbench:CVR-14-2']
     """
+    if q.dataset.startswith("tcmbench-"):
+        return frozenset({f"tcmbench:{q.id}", f"tcmbench:{q.id.rsplit('-', 1)[0]}"} - {"tcmbench:" + q.dataset[9:]})
     if q.dataset not in OWN_SOURCE_SETS or not q.pmid:
         return frozenset()
     ids = [x.strip() for x in q.pmid.split(",") if x.strip()]

@@ -170,6 +170,11 @@ class StoreSQL(SQLBase):
                 }
         return out
 
+    def rowids_of_docs(self, prefix: str) -> list[int]:
+        """Row ids of the passages of every document whose id starts with ``prefix``."""
+        pat = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        return [r[0] for r in self.db.execute("SELECT rowid FROM passages WHERE doc_id LIKE ? ESCAPE '\\'", (pat,))]
+
     def rowid_of(self, passage_id: str) -> Optional[int]:
         row = self.db.execute("SELECT rowid FROM passages WHERE passage_id=?", (passage_id,)).fetchone()
         return row[0] if row else None

@@ -57,6 +57,7 @@ class Engine:
         self.count_tokens = token_counter(generator)
         self._appraiser: Optional[Appraiser] = None
         self._graph = None
+        self._tcm = None
         a = cfg.apply
         self.answerers = {cot: CitedAnswerer(generator, cot, a.few_shot, a.max_answer_tokens, cfg.llm.json_retries)
                           for cot in (True, False)}
@@ -118,6 +119,28 @@ class Engine:
             self.cache.close()
         if self._graph is not None:
             self._graph.kg.close()
+
+    @property
+    def tcm(self):
+        """TCM-DiffRAG's solved cases and GB/T 16751 terms (medr2.kg.tcm), read once: the cases
+        from the index's knowledge graph (``medr2 kg cases FILE --format tcmbench``), the terms from
+        the index's passages (an ingested GB/T 16751 text)."""
+        if self._tcm is None:
+            from medr2.kg.build import open_existing_kg
+            from medr2.kg.tcm import CaseMatcher, TermIndex, cases_from_kg
+
+            kg = open_existing_kg(self.index.path)
+            try:
+                cases = cases_from_kg(kg) if kg is not None else []
+            finally:
+                if kg is not None:
+                    kg.close()
+            if not cases:
+                raise ValueError(f"the index {self.index.path} has no solved cases; add them with "
+                                 f"`medr2 kg cases FILE --index {self.index.path}` (TCMBench JSON or JSON Lines)")
+            c = self.config.kg.cases
+            self._tcm = (CaseMatcher(cases, c.finding_weight, c.min_similarity), TermIndex.of_store(self.index.store))
+        return self._tcm
 
     @property
     def appraiser(self) -> Appraiser:

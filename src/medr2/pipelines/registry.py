@@ -19,6 +19,7 @@ from medr2.pipelines.direct import Direct
 from medr2.pipelines.graph import Graph
 from medr2.pipelines.medr2 import MedR2
 from medr2.pipelines.rag import RAG
+from medr2.pipelines.tcm import TCMDiffRAG
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ PIPELINES: dict[str, Spec] = {
     "medr2": Spec(MedR2, reformulate=True, fine_rerank=True, cot=True),  # Med-R2 Algorithm 2
     "kg": Spec(Graph, cot=True),  # quality-weighted graph retrieval + tier-conditioned prompt (ask --kg)
     "llm_amt": Spec(LLMAMT, cot=True),  # LLM-AMT-style baseline
+    "tcm_diffrag": Spec(TCMDiffRAG, cot=True),  # solved-case paths + GB/T 16751 definitions (kg cases)
 }
 
 

