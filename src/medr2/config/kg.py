@@ -73,7 +73,7 @@ class CasesConfig(Section):
     TCM-DiffRAG states no matching constants; bench/README.md, "TCM-DiffRAG", says what chose them."""
 
     # solved cases whose paths the prompt shows
-    k: int = Field(3, ge=1, le=10)
+    k: int = Field(3, ge=0, le=10)
     # a case's score: this weight x the IDF-weighted share of the question's findings it contains
     # + the rest x the character-bigram cosine of the two texts
     finding_weight: float = Field(0.6, ge=0, le=1)
@@ -82,3 +82,6 @@ class CasesConfig(Section):
     min_similarity: float = Field(0.6, gt=0, le=1)
     # GB/T 16751 definitions given as evidence: the options' terms first, then the matched paths'
     max_definitions: int = Field(6, ge=0)
+    # log-likelihood answers: each option's letter log-probability + this x its support in the two
+    # graphs (medr2.kg.tcm.option_scores); 0 leaves the model's scores alone
+    path_weight: float = Field(0.0, ge=0)

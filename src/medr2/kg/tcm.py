@@ -367,3 +367,31 @@ def tcm_case(items: list, terms: Optional[TermIndex] = None) -> tuple[dict[str, 
             "reasoning": "\n".join(it.analysis for it in items if it.analysis), "source": f"tcmbench-{first.kind}",
             "method": "tcm-rules"}
     return case, triples, sorted(support.items())
+
+
+def option_scores(options: dict[str, str], definitions: list[dict[str, Any]], cases: list[dict[str, Any]],
+                  n_findings: int, min_sim: float = 0.8) -> dict[str, dict[str, Any]]:
+    """Each option's support in the two graphs, the deterministic answer of TCM-DiffRAG without a
+    model: the share of the case's findings its GB/T definition lists (general graph) plus, for
+    each matched solved case whose path or answers name it, that case's match score (personalized
+    graph). Returns {letter: {score, definition, cases}}.
+
+    >>> s = option_scores({"A": "肝火上炎证", "B": "脾气虚证"}, [{"option": "A", "pairs": [["头痛", "头痛"]]}],
+    ...                   [{"case_id": "c1", "score": 0.5, "nodes": {"syndrome": "肝火上炎证"}, "answer": ""}], 2)
+    >>> s["A"]["score"], s["A"]["cases"], s["B"]["score"]
+    (1.0, ['c1'], 0.0)
+    """
+    out = {k: {"score": 0.0, "definition": 0.0, "cases": []} for k in options}
+    for d in definitions:
+        if d["option"] in out and n_findings:
+            out[d["option"]]["definition"] = round(len(d["pairs"]) / n_findings, 4)
+            out[d["option"]]["score"] += len(d["pairs"]) / n_findings
+    for c in cases:
+        named = list(c.get("nodes", {}).values()) + [x for x in re.split(r"[；;]", c.get("answer", "")) if x]
+        for k, text in options.items():
+            if any(similarity(strip_suffix(text), strip_suffix(n)) >= min_sim for n in named if n):
+                out[k]["score"] += c["score"]
+                out[k]["cases"].append(c["case_id"])
+    for v in out.values():
+        v["score"] = round(v["score"], 4)
+    return out

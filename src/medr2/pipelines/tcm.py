@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from medr2.apply.kg_prompt import case_paths_block, definition_paths_block
 from medr2.appraise.appraiser import base_rows
-from medr2.kg.tcm import definition_match, findings
-from medr2.llm.base import stage
+from medr2.apply.answer import Answer, EvidenceItem, failed_answer
+from medr2.kg.tcm import definition_match, findings, option_scores
+from medr2.llm.base import LLMError, stage
 from medr2.pipelines.base import Method
 from medr2.schema import AskResult, Hit, SourceType
 
@@ -28,7 +29,7 @@ class TCMDiffRAG(Method):
         e, c = self.engine, self.engine.config.kg.cases
         matcher, terms = e.tcm
         with stage("cases"):
-            cases = matcher.match(question, c.k, exclude=self.exclude_docs)
+            cases = matcher.match(question, c.k, exclude=self.exclude_docs) if c.k else []
         names = list(options.values()) + [n for m in cases for n in m["nodes"].values()]
         with stage("definitions"):
             hits, seen = [], set()
@@ -53,11 +54,55 @@ class TCMDiffRAG(Method):
                 general.append({"option": letter, "term": "、".join(t.term for t in entries),
                                 "n": numbers.get(entries[-1].passage_id), "pairs": [list(p) for p in pairs]})
         block = "\n\n".join(b for b in (definition_paths_block(general, len(qf)), case_paths_block(cases)) if b)
-        ans = self.generate(question, options, evidence, graph=block or None)
+        support = option_scores(options, general, cases, len(qf)) if options else {}
+        if e.generator is None and options:
+            ans = self.path_answer(options, support, general, evidence)
+        elif self.use_loglik(options) and c.path_weight > 0:
+            ans = self.fused_answer(question, options, evidence, block, support, c.path_weight)
+        else:
+            ans = self.generate(question, options, evidence, graph=block or None)
         if not terms:
             ans.notes.append("the index holds no GB/T 16751 entries: no definitions were given (ingest the "
                              "standard's text)")
-        res.subgraph = {"findings": qf, "definitions": general,
+        res.subgraph = {"findings": qf, "definitions": general, "option_support": support,
                         "cases": [{k: m[k] for k in CASE_FIELDS} for m in cases], "prompt": block}
         res.evidence = rows
         self.finish(res, ans)
+
+    def fused_answer(self, question: str, options: dict[str, str], evidence: list[EvidenceItem], block: str,
+                     support: dict[str, dict], weight: float) -> Answer:
+        """Log-likelihood answer with each option's graph support added (``kg.cases.path_weight``)."""
+        lk = self.loglik()
+        with stage("generate"):
+            try:
+                scores, why = lk.letter_scores(question, options, evidence, block or None)
+            except LLMError as err:
+                return failed_answer(err)
+        fused = {k: s + weight * support[k]["score"] for k, s in scores.items()}
+        why += (f"; + {weight} x graph support: " + ", ".join(f"{k} {support[k]['score']}" for k in options)
+                + " = " + ", ".join(f"{k} {v:.3f}" for k, v in fused.items()))
+        return lk.as_answer(fused, why, len(evidence))
+
+    @staticmethod
+    def path_answer(options: dict[str, str], scores: dict[str, dict], general: list[dict],
+                    evidence: list[EvidenceItem]) -> Answer:
+        """Without a model: the option the two graphs support most (medr2.kg.tcm.option_scores),
+        citing its definition; insufficient when none is supported or two tie."""
+        ranked = sorted(scores.items(), key=lambda kv: -kv[1]["score"])
+        best, top = ranked[0]
+        by_id = {x.passage_id: x for x in evidence}
+        if top["score"] <= 0 or (len(ranked) > 1 and ranked[1][1]["score"] == top["score"]):
+            return Answer("", "No option is supported more than the others by the matched case paths or the "
+                              "options' definitions.", insufficient=True, method="tcm-paths",
+                          notes=["no LLM: the answer is the option the case paths and definitions support most"])
+        d = next((g for g in general if g["option"] == best), None)
+        cited = [d["n"]] if d and d.get("n") else []
+        why = [f"{best}. {options[best]}"]
+        if d and d["pairs"]:
+            why.append(f"its definition [{d['n']}] lists {len(d['pairs'])} of the case's findings")
+        if top["cases"]:
+            why.append("matched solved cases reached it: " + ", ".join(top["cases"]))
+        return Answer(best, "; ".join(why) + ".", [x.passage_id for x in evidence if x.n in cited], cited,
+                      method="tcm-paths",
+                      notes=["no LLM: the answer is the option the case paths and definitions support most"]
+                      + ["option scores: " + ", ".join(f"{k} {v['score']}" for k, v in scores.items())])

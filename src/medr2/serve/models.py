@@ -30,7 +30,7 @@ from typing import Literal, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-MODES: dict[str, str] = {"medr2": "medr2", "kg": "kg", "vanilla": "vanilla_rag"}
+MODES: dict[str, str] = {"medr2": "medr2", "kg": "kg", "vanilla": "vanilla_rag", "tcm": "tcm_diffrag"}
 """The API's mode names -> registered pipeline names (``ask`` mode ``vanilla`` runs ``vanilla_rag``)."""
 
 Mode = Literal[tuple(MODES)]  # type: ignore[valid-type]  # the API names, in this order
