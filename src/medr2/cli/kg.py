@@ -198,7 +198,7 @@ def kg_cases(case_file, index_dir, config_path, fmt, limit, llm_spec, progress):
     from medr2.ingest.loaders.tcmbench import is_tcmbench
 
     if fmt == "tcmbench" or (fmt == "auto" and Path(case_file).suffix == ".json" and is_tcmbench(Path(case_file))):
-        return _tcm_cases(case_file, index_dir, config_path, limit, progress)
+        return _tcm_cases(case_file, index_dir, config_path, limit, progress, llm_spec)
     from medr2.kg.build import library_for
     from medr2.kg.extract.rules import RuleExtractor
     from medr2.kg.personalized import CaseGraphBuilder, load_cases
@@ -255,17 +255,22 @@ def kg_export_reasoning(index_dir, out_path, fmt):
     click.echo(f"wrote {n} record(s) to {out_path}")
 
 
-def _tcm_cases(case_file, index_dir, config_path, limit, progress):
-    """TCMBench items as solved TCM cases (medr2.kg.tcm): deterministic, no model."""
+def _tcm_cases(case_file, index_dir, config_path, limit, progress, llm_spec=None):
+    """TCMBench items as solved TCM cases (medr2.kg.tcm): the paths are read without a model; with
+    ``--llm`` the model writes the reasoning of a case that has no analysis, from its questions,
+    answers and the definitions its path links to (TCM-DiffRAG's reasoning of solved cases)."""
     from medr2.ingest.loaders.base import LoadError
     from medr2.ingest.loaders.tcmbench import grouped, read_tcmbench
+    from medr2.kg.prompts import reasoning_messages
     from medr2.kg.tcm import TermIndex, tcm_case
+    from medr2.llm.base import LLMError, stage
 
     cfg = config_or_default(config_path)
     idx = open_index(index_dir, cfg)
     kg = open_graph(index_dir)
-    done = skipped = linked = 0
+    done = skipped = linked = written = failures = 0
     try:
+        llm = index_llm(llm_spec, idx, index_dir) if llm_spec else None
         terms = TermIndex.of_store(idx.store)
         skipped_items: list[str] = []
         groups = list(grouped(read_tcmbench(case_file, skipped_items)))[:limit]
@@ -275,16 +280,27 @@ def _tcm_cases(case_file, index_dir, config_path, limit, progress):
             from tqdm import tqdm
 
             it = tqdm(groups, desc="cases", unit="case", file=sys.stderr)
-        with kg.transaction():
-            for g in it:
-                case, triples, support = tcm_case(g, terms)
-                if kg.has_case(case["case_id"]):
-                    skipped += 1
-                    continue
+        for g in it:  # one transaction per case: a stopped run keeps what it wrote and resumes
+            case, triples, support = tcm_case(g, terms)
+            if kg.has_case(case["case_id"]):
+                skipped += 1
+                continue
+            if llm is not None and not case["reasoning"]:
+                texts = [idx.store.passages([r])[r]["text"] for r in
+                         (idx.store.rowid_of(t) for t, _ in support) if r is not None]
+                try:
+                    with stage("kg_reasoning"):
+                        out = llm.chat(reasoning_messages(case["question"], case["answer"], texts),
+                                       max_tokens=300, temperature=0.0, seed=0)
+                    case["reasoning"], case["method"] = out["text"].strip(), "tcm-rules+llm_reasoning"
+                    written += 1
+                except LLMError:
+                    failures += 1
+            with kg.transaction():
                 kg.put_case(case, triples, support)
-                done += 1
-                linked += bool(support)
-    except (FileNotFoundError, LoadError) as e:
+            done += 1
+            linked += bool(support)
+    except (FileNotFoundError, LoadError, ValueError) as e:
         fail(str(e), EXIT_USAGE)
     finally:
         idx.close()
@@ -294,4 +310,5 @@ def _tcm_cases(case_file, index_dir, config_path, limit, progress):
     if not len(terms):
         click.echo("warning: the index holds no GB/T 16751 entries (ingest the standard's text first); the cases' "
                    "syndromes, therapies and formulas are not linked to definitions", err=True)
-    click.echo(f"cases: {done} added ({linked} linked to GB/T 16751 entries), {skipped} already present")
+    click.echo(f"cases: {done} added ({linked} linked to GB/T 16751 entries), {skipped} already present"
+               + (f"; reasoning written by the model for {written}, {failures} LLM failure(s)" if llm_spec else ""))

@@ -43,7 +43,8 @@ _DEMOGRAPHIC = re.compile(r"^(?:患者|患儿|病人|病者|某[男女]|[男女]
 _LEAD = re.compile(r"^(?:现症见|现症|症见|证见|证候表现为|临床表现为|表现为|刻下|刻诊|诊见|就诊时|兼见|伴见|伴有|伴|并见|且|又|常|"
                    r"近来|近日来|近日)")
 _NOISE = re.compile(r"\d|某|以来|[年月]余")  # durations, counts and names: not findings
-_ASKS = re.compile(r"何|哪|什么|是否|应诊|辨证|治疗|宜用|选用")  # a clause that asks the question
+# a clause that asks the question, or supposes its answer ("若属肺气虚证")
+_ASKS = re.compile(r"何|哪|什么|是否|应诊|辨证|治疗|宜用|选用|^若|^如果|^假如|^如属")
 _TONGUE = [(re.compile(r"^舌质"), "舌"), (re.compile(r"^舌苔"), "苔"), (re.compile(r"^脉象"), "脉")]
 _CASE_CUE = re.compile(r"舌|脉|患者|患儿|某[男女]|\d+岁")
 _FORMULA = re.compile(r"(?:汤|散|丸|饮|丹|膏|煎|方)(?:加减|合.{1,12})?$")
@@ -236,6 +237,21 @@ class TermIndex:
         """The entry a name denotes: exactly, or without its suffix ("肝火上炎" -> 肝火上炎证)."""
         n = name.strip()
         return self.by_key.get(n) or self.by_key.get(strip_suffix(n))
+
+    def mentioned(self, text: str, min_chars: int = 3) -> list[TermEntry]:
+        """Entries whose name appears in ``text`` ("若属肝火上炎证，……"), longest names first, a name
+        inside a longer one found in the same place left out."""
+        found: list[tuple[int, int, TermEntry]] = []
+        for key, e in self.by_key.items():
+            if len(key) >= min_chars and key in text and key.endswith(("证", "病", "法", "症")):
+                start = text.index(key)
+                found.append((start, start + len(key), e))
+        found.sort(key=lambda x: -(x[1] - x[0]))
+        kept: list[tuple[int, int, TermEntry]] = []
+        for s, t, e in found:
+            if not any(s >= a and t <= b for a, b, _ in kept) and all(e is not k for _, _, k in kept):
+                kept.append((s, t, e))
+        return [e for _, _, e in sorted(kept, key=lambda x: x[0])]
 
     def lookup_all(self, name: str) -> list[TermEntry]:
         """The entries a name denotes: the whole name, else each of its comma-separated parts

@@ -2,7 +2,9 @@
 (findings -> syndrome -> therapy -> formula, the personalized graph of ``medr2 kg cases``), the
 GB/T 16751 definitions of the options' and the matched paths' terms as cited evidence (the
 general graph), the matched paths in the prompt, then the answer (a chain of thought when
-generated). Every path names its case; every definition is a passage with its TextID.
+generated). The definitions are those of the terms the question names, then the options', then
+the matched paths' (``kg.cases.max_definitions`` in all). Every path names its case; every
+definition is a passage with its TextID.
 
 Example::
 
@@ -33,7 +35,9 @@ class TCMDiffRAG(Method):
         names = list(options.values()) + [n for m in cases for n in m["nodes"].values()]
         with stage("definitions"):
             hits, seen = [], set()
-            for t in (t for n in names for t in terms.lookup_all(n)):
+            # the terms the question names ("若属肝火上炎证，……"), the options', the matched paths'
+            named = terms.mentioned(question) + [t for n in names for t in terms.lookup_all(n)]
+            for t in named:
                 if t.passage_id not in seen and len(hits) < c.max_definitions:
                     seen.add(t.passage_id)
                     hits.append(Hit(passage_id=t.passage_id, doc_id=t.doc_id, title=t.term,
