@@ -30,7 +30,7 @@ from medr2.eval.plots import plot_bars, plot_heatmap
 
 ABLATIONS = ["vanilla_rag", "+reformulator", "+reranker", "+cot", "+reformulator+reranker", "+reformulator+cot",
              "+reranker+cot", "medr2"]
-METHOD_ORDER = ["direct", "direct_cot", "vanilla_rag", "llm_amt", *ABLATIONS[1:-1], "kg", "medr2"]
+METHOD_ORDER = ["direct", "direct_cot", "vanilla_rag", "llm_amt", *ABLATIONS[1:-1], "kg", "medr2", "tcm_diffrag"]
 
 
 LOGLIK = "+loglik"  # the runner's suffix for --answer-mode loglik

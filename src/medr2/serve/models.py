@@ -39,9 +39,9 @@ Mode = Literal[tuple(MODES)]  # type: ignore[valid-type]  # the API names, in th
 def check_modes(registry: Mapping[str, object]) -> dict[str, str]:
     """:data:`MODES`, after checking that every pipeline it names is in ``registry``.
 
-    >>> check_modes({"medr2": 1, "kg": 2, "vanilla_rag": 3})["kg"]
+    >>> check_modes({"medr2": 1, "kg": 2, "vanilla_rag": 3, "tcm_diffrag": 4})["kg"]
     'kg'
-    >>> check_modes({"medr2": 1})
+    >>> check_modes({"medr2": 1, "tcm_diffrag": 4})
     Traceback (most recent call last):
     ...
     ValueError: the service's modes name unregistered pipelines: kg (mode kg), vanilla_rag (mode vanilla)
