@@ -38,6 +38,7 @@ KINDS = ("CVR", "FKU", "KHC")
 TRAIN_SHARE = 0.7
 # questions answered per kind (seeded subsets of the evaluation fold; CVR: all of it)
 DEFAULT_N = {"CVR": 0, "FKU": 100, "KHC": 100}
+LLM_N = {"CVR": 0, "FKU": 30, "KHC": 30}  # retrieval methods: the first N of the seeded answer order (time)
 
 sys.path.insert(0, str(ROOT / "src"))
 
@@ -91,64 +92,39 @@ def index() -> None:
     (idx / "tcm-built").write_text(f"built in {time.time() - t:.0f} s\n")
 
 
-def match() -> None:
-    """Share of evaluation syndrome questions whose matched cases' paths hold the gold syndrome."""
-    from medr2.ingest.loaders.tcmbench import grouped, read_tcmbench
-    from medr2.kg.build import open_kg
-    from medr2.kg.tcm import CaseMatcher, aspect, cases_from_kg, containment, strip_suffix
+def match() -> list[str]:
+    """How often the matched solved cases hold the gold answer: the gold syndrome in a matched
+    path (syndrome questions), and the gold option named by a matched path or answer (every
+    question); exact duplicates of evaluation questions in the training fold counted."""
     from medr2.config import Config
+    from medr2.ingest.loaders.tcmbench import read_tcmbench
+    from medr2.kg.build import open_kg
+    from medr2.kg.tcm import CaseMatcher, aspect, cases_from_kg, similarity, strip_suffix
 
-    c = Config().kg.cases
+    c = Config.load(CONFIG).kg.cases
     kg = open_kg(OUT / "index")
     matcher = CaseMatcher(cases_from_kg(kg), c.finding_weight, c.min_similarity)
     kg.close()
-    hits = total = 0
-    for kind in ("CVR", "FKU"):
-        for g in grouped(read_tcmbench(OUT / "eval" / f"{kind}.json")):
-            for it in g:
-                if aspect(it.stem, it.answer_text) != "syndrome":
-                    continue
-                got = matcher.match(it.text, c.k)
-                names = [strip_suffix(m["nodes"].get("syndrome", "")) for m in got]
-                gold = strip_suffix(it.answer_text)
-                total += 1
-                hits += any(n and containment(gold, n) >= 0.8 for n in names)
-    print(f"gold syndrome in a matched path: {hits}/{total} = {hits / max(total, 1):.1%}")
-
-
-def run(args) -> None:
-    for kind in args.kinds.split(","):
-        n = args.n if args.n is not None else DEFAULT_N[kind]
-        spec = str(OUT / "eval" / f"{kind}.json") + (f":{n}" if n else "")
-        for method in args.methods.split(","):
-            cmd = medr2("eval", "run", "--dataset", spec, "--method", method, "--index", str(OUT / "index"),
-                        "--config", str(CONFIG), "--answer-mode", "loglik", "--seed", "0",
-                        "--out", str(RUNS), "--progress")
-            t = time.time()
-            print(f"== {method} on {kind} ({spec})", flush=True)
-            rc = subprocess.call(cmd)
-            print(f"== {method} on {kind}: exit {rc}, {time.time() - t:.0f} s", flush=True)
-
-
-DEV_N = {"CVR": 60, "FKU": 60, "KHC": 30}
-DEV_OUT = ROOT / "bench" / "results" / "eval" / "tcm-dev"
-
-
-def dev(args) -> None:
-    """Choices made on the training fold (each question's own solved item excluded from retrieval
-    and matching): direct once, then tcm_diffrag under each bench/tcm-dev/*.toml variant."""
-    variants = args.variants.split(",") if args.variants else sorted(p.stem for p in (ROOT / "bench" / "tcm-dev").glob("*.toml"))
-    jobs = [("direct", CONFIG, DEV_OUT / "direct")] + [
-        ("tcm_diffrag", ROOT / "bench" / "tcm-dev" / f"{v}.toml", DEV_OUT / v) for v in variants]
-    for kind in args.kinds.split(","):
-        spec = str(OUT / "train" / f"{kind}.json") + f":{DEV_N[kind]}"
-        for method, cfg, out in jobs:
-            cmd = medr2("eval", "run", "--dataset", spec, "--method", method, "--index", str(OUT / "index"),
-                        "--config", str(cfg), "--answer-mode", "loglik", "--seed", "0", "--out", str(out), "--progress")
-            t = time.time()
-            print(f"== dev {method} {out.name} on {kind}", flush=True)
-            rc = subprocess.call(cmd)
-            print(f"== dev {method} {out.name} on {kind}: exit {rc}, {time.time() - t:.0f} s", flush=True)
+    lines = ["| items | questions | syndrome questions | gold syndrome in a matched path | gold option named by a "
+             "matched case | exact duplicate in the training fold |", "|---|---:|---:|---:|---:|---:|"]
+    for kind in KINDS:
+        seen = {(it.text.replace(" ", ""), tuple(sorted(it.options.values())))
+                for it in read_tcmbench(OUT / "train" / f"{kind}.json")}
+        n = syn = syn_hit = named = dup = 0
+        for it in read_tcmbench(OUT / "eval" / f"{kind}.json"):
+            got = matcher.match(it.text, c.k)
+            gold = strip_suffix(it.answer_text)
+            n += 1
+            dup += (it.text.replace(" ", ""), tuple(sorted(it.options.values()))) in seen
+            names = [x for m in got for x in list(m["nodes"].values()) + m["answer"].split("；") if x]
+            named += any(similarity(gold, strip_suffix(x)) >= 0.8 for x in names)
+            if aspect(it.stem, it.answer_text) == "syndrome":
+                syn += 1
+                syn_hit += any(similarity(gold, strip_suffix(m["nodes"].get("syndrome", ""))) >= 0.8
+                               for m in got if m["nodes"].get("syndrome"))
+        lines.append(f"| {kind} | {n} | {syn} | {syn_hit} | {named} ({named / max(n, 1):.1%}) | {dup} |")
+    print("\n".join(lines))
+    return lines
 
 
 def retrieval() -> None:
@@ -236,6 +212,43 @@ def retrieval() -> None:
     print(out)
 
 
+def run(args) -> None:
+    for kind in args.kinds.split(","):
+        n = args.n if args.n is not None else DEFAULT_N[kind]
+        spec = str(OUT / "eval" / f"{kind}.json") + (f":{n}" if n else "")
+        for method in args.methods.split(","):
+            cmd = medr2("eval", "run", "--dataset", spec, "--method", method, "--index", str(OUT / "index"),
+                        "--config", str(CONFIG), "--answer-mode", "loglik", "--seed", "0",
+                        "--out", str(RUNS), "--progress")
+            if method != "direct" and LLM_N[kind] and args.n is None:
+                cmd += ["--limit", str(LLM_N[kind])]
+            t = time.time()
+            print(f"== {method} on {kind} ({spec})", flush=True)
+            rc = subprocess.call(cmd)
+            print(f"== {method} on {kind}: exit {rc}, {time.time() - t:.0f} s", flush=True)
+
+
+DEV_N = {"CVR": 60, "FKU": 60, "KHC": 30}
+DEV_OUT = ROOT / "bench" / "results" / "eval" / "tcm-dev"
+
+
+def dev(args) -> None:
+    """Choices made on the training fold (each question's own solved item excluded from retrieval
+    and matching): direct once, then tcm_diffrag under each bench/tcm-dev/*.toml variant."""
+    variants = args.variants.split(",") if args.variants else sorted(p.stem for p in (ROOT / "bench" / "tcm-dev").glob("*.toml"))
+    jobs = [("direct", CONFIG, DEV_OUT / "direct")] + [
+        ("tcm_diffrag", ROOT / "bench" / "tcm-dev" / f"{v}.toml", DEV_OUT / v) for v in variants]
+    for kind in args.kinds.split(","):
+        spec = str(OUT / "train" / f"{kind}.json") + f":{DEV_N[kind]}"
+        for method, cfg, out in jobs:
+            cmd = medr2("eval", "run", "--dataset", spec, "--method", method, "--index", str(OUT / "index"),
+                        "--config", str(cfg), "--answer-mode", "loglik", "--seed", "0", "--out", str(out), "--progress")
+            t = time.time()
+            print(f"== dev {method} {out.name} on {kind}", flush=True)
+            rc = subprocess.call(cmd)
+            print(f"== dev {method} {out.name} on {kind}: exit {rc}, {time.time() - t:.0f} s", flush=True)
+
+
 WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
@@ -287,9 +300,9 @@ def tune(args) -> None:
     print(text)
 
 
-def records(root: Path, kind: str, method: str) -> dict[str, dict]:
+def records(root: Path, kind: str, method: str, mode: str = "+loglik") -> dict[str, dict]:
     out = {}
-    for d in (root / f"tcmbench-{kind}").glob(f"{method}+loglik/*"):
+    for d in (root / f"tcmbench-{kind}").glob(f"{method}{mode}/*"):
         for f in d.glob(f"{kind}-*.json"):
             out[f.stem] = json.loads(f.read_text(encoding="utf-8"))[1]
     return out
@@ -334,6 +347,15 @@ def report() -> None:
            "Generated by `python bench/tcm.py report`; bundled Qwen2.5-1.5B, loglik answers, bench/tcm.toml.", "",
            "## Evaluation fold (30% of the dev split's groups; FKU and KHC: seeded 100 of it)", ""]
     out += table(RUNS, list(KINDS), ["direct", "vanilla_rag", "tcm_diffrag"], ["direct", "vanilla_rag"], "tcm_diffrag")
+    out += ["", "## Matched solved cases (k = 3) on the evaluation fold", ""] + match()
+    out += ["", "## Without a model (`--llm none`: the option the two graphs support most, else abstain; whole fold)", "",
+            "| items | n | answered | right (of all) | precision (of answered) |", "|---|---:|---:|---:|---:|"]
+    for kind in KINDS:
+        r = records(RUNS, kind, "tcm_diffrag", "")
+        n, ans = len(r), [x for x in r.values() if not x["insufficient"]]
+        right = sum(x["correct"] for x in r.values())
+        if n:
+            out.append(f"| {kind} | {n} | {len(ans) / n:.1%} | {right / n:.1%} | {right / max(len(ans), 1):.1%} |")
     out += ["", "## Choices on the training fold (each question's own item excluded)", ""]
     variants = sorted(p.name for p in DEV_OUT.iterdir() if p.is_dir() and p.name != "direct") if DEV_OUT.exists() else []
     for v in variants:

@@ -169,3 +169,17 @@ def test_kg_cases_without_the_standard_warns(world, tmp_path):
     cli("ingest", world["cvr"], "--index", idx)
     r = cli("kg", "cases", world["cvr"], "--index", idx)
     assert "2 added (0 linked" in r.output and "no GB/T 16751 entries" in r.output
+
+
+def test_case_paths_block_can_be_compact():
+    from medr2.apply.kg_prompt import case_paths_block
+
+    case = {"case_id": "tcmbench:CVR-1", "matched": [{"finding": "耳鸣", "case_finding": "耳鸣如潮", "sim": 1.0}],
+            "nodes": {"syndrome": "肝阳上亢证"}, "question": "q", "answer": "肝阳上亢证", "reasoning": "肝阳亢于上。",
+            "path": [{"head": "耳鸣如潮", "relation": "indicates_syndrome", "tail": "肝阳上亢证"},
+                     {"head": "腰酸", "relation": "indicates_syndrome", "tail": "肝阳上亢证"}]}
+    full = case_paths_block([case])
+    assert "耳鸣如潮*, 腰酸" in full and "reasoning: 肝阳亢于上。" in full
+    short = case_paths_block([case], reasoning_chars=0, shared_only=True)
+    assert "findings: 耳鸣如潮*" in short and "腰酸" not in short and "reasoning" not in short
+    assert "path: 辨证 肝阳上亢证" in short and len(short) < len(full)

@@ -104,10 +104,11 @@ def fit_graph_block(triples: list[dict[str, Any]], cases: list[dict], numbers: d
 ASPECT_LABELS = {"syndrome": "辨证", "disease": "病名", "therapy": "治法", "formula": "方剂"}
 
 
-def case_paths_block(cases: list[dict[str, Any]], reasoning_chars: int = 300) -> str:
+def case_paths_block(cases: list[dict[str, Any]], reasoning_chars: int = 300, shared_only: bool = False) -> str:
     """The prompt lines of TCM-DiffRAG's matched solved cases (medr2.kg.tcm.CaseMatcher.match):
     each case's findings (those the question shares marked), its path syndrome -> therapy ->
     formula, its other answered questions and its reasoning, labelled [C1], [C2], ...
+    (``shared_only``: only the findings shared with the question).
 
     >>> print(case_paths_block([{"case_id": "tcmbench:CVR-1", "matched": [{"finding": "耳鸣", "case_finding": "耳鸣",
     ...     "sim": 1.0}], "nodes": {"syndrome": "肝火上炎证", "therapy": "清肝泻火"}, "question": "q", "answer": "a",
@@ -124,6 +125,8 @@ def case_paths_block(cases: list[dict[str, Any]], reasoning_chars: int = 300) ->
         shared = {m["case_finding"] for m in c.get("matched", [])}
         found = [t["head"] for t in c.get("path", []) if t["relation"].startswith("indicates_")
                  or t["relation"] == "finding_of"]
+        if shared_only:
+            found = [f for f in found if f in shared]
         if found:
             lines.append(f"[C{i}] {c['case_id']} findings: "
                          + ", ".join(f + "*" * (f in shared) for f in found) + " (* shared with this case)")
@@ -137,7 +140,7 @@ def case_paths_block(cases: list[dict[str, Any]], reasoning_chars: int = 300) ->
                  ("of_disease", "treated_by", "prescribes")]
         if found and other:
             lines.append("  answered: " + "; ".join(f"{t['head'][:40]} -> {t['tail'][:40]}" for t in other[:3]))
-        if c.get("reasoning"):
+        if c.get("reasoning") and reasoning_chars:
             lines.append(f"  reasoning: {c['reasoning'][:reasoning_chars]}")
     return "\n".join(lines)
 

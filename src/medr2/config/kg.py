@@ -85,3 +85,7 @@ class CasesConfig(Section):
     # log-likelihood answers: each option's letter log-probability + this x its support in the two
     # graphs (medr2.kg.tcm.option_scores); 0 leaves the model's scores alone
     path_weight: float = Field(0.0, ge=0)
+    # characters of a matched case's reasoning shown in the prompt (0: none), and whether a case
+    # lists all its findings or only those it shares with the question (a shorter prompt)
+    reasoning_chars: int = Field(300, ge=0)
+    shared_findings_only: bool = False

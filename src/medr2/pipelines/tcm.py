@@ -57,7 +57,8 @@ class TCMDiffRAG(Method):
                 pairs = {p: None for t in entries for p in definition_match(qf, t, c.min_similarity)} if qf else {}
                 general.append({"option": letter, "term": "、".join(t.term for t in entries),
                                 "n": numbers.get(entries[-1].passage_id), "pairs": [list(p) for p in pairs]})
-        block = "\n\n".join(b for b in (definition_paths_block(general, len(qf)), case_paths_block(cases)) if b)
+        block = "\n\n".join(b for b in (definition_paths_block(general, len(qf)),
+                                          case_paths_block(cases, c.reasoning_chars, c.shared_findings_only)) if b)
         support = option_scores(options, general, cases, len(qf)) if options else {}
         if e.generator is None and options:
             ans = self.path_answer(options, support, general, evidence)
