@@ -116,3 +116,15 @@ def make_mixed_folder(root: Path) -> Path:
     (root / "empty.md").write_text("", encoding="utf-8")
     (root / "image.bin").write_bytes(bytes(range(256)) * 4)
     return root
+
+
+def run_cli(*args, ok: bool = True):
+    """``medr2 ARGS`` through click's runner (arguments stringified); with ``ok`` it must exit 0."""
+    from click.testing import CliRunner
+
+    from medr2.cli import main
+
+    r = CliRunner().invoke(main, [str(a) for a in args])
+    if ok:
+        assert r.exit_code == 0, r.output + str(r.exception)
+    return r

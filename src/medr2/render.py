@@ -72,16 +72,17 @@ def answer_lines(res, explain: bool) -> Iterator[str]:
 def _tcm_lines(sg: dict) -> Iterator[str]:
     """TCM-DiffRAG's paths: the case's findings, the options whose definitions list them, and the
     matched solved cases with their paths and reasoning."""
+    from medr2.apply.kg_prompt import pairs_text, path_text
+
     yield f"\nFindings of this case: {'、'.join(sg['findings']) or 'none (a knowledge question)'}"
     for d in sg.get("definitions", []):
         if d["pairs"]:
             yield (f"  option {d['option']} {d['term']} [{fmt(d.get('n'))}]: definition lists "
-                   + ", ".join(a if a == b else f"{a} ({b})" for a, b in d["pairs"]))
+                   + pairs_text(d["pairs"]))
     yield "Matched solved cases (score, findings shared, path):"
-    labels = {"syndrome": "辨证", "disease": "病名", "therapy": "治法", "formula": "方剂"}
     for i, c in enumerate(sg.get("cases", []), 1):
         shared = "、".join(m["finding"] for m in c["matched"]) or "-"
-        path = " -> ".join(f"{labels[a]} {c['nodes'][a]}" for a in labels if a in c["nodes"]) or c["answer"][:60]
+        path = path_text(c["nodes"]) or c["answer"][:60]
         yield f"  [C{i}] {c['case_id']} {fmt(c['score'])}  shared: {shared}  path: {path}"
         if c.get("reasoning"):
             yield f"       reasoning: {c['reasoning'][:300]}"

@@ -7,20 +7,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from medr2.cli import main
 from medr2.kg import quality as Q
 from medr2.kg.store import KGStore
 
 from conftest import SHARED
+from helpers import run_cli
 
 
-def cli(*args, ok=True):
-    r = CliRunner().invoke(main, [str(a) for a in args])
-    if ok:
-        assert r.exit_code == 0, r.output + str(r.exception)
-    return r
+cli = run_cli
 
 
 @pytest.fixture(scope="module")

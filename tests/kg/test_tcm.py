@@ -5,10 +5,9 @@ on a TCMBench file (issue 37)."""
 import json
 
 import pytest
-from click.testing import CliRunner
+from helpers import run_cli
 from tcm_fixture import write_world
 
-from medr2.cli import main
 from medr2.eval.datasets import DatasetError
 from medr2.eval.runner import load_questions
 from medr2.index.index import Index
@@ -26,10 +25,7 @@ def world(tmp_path):
     return write_world(tmp_path / "tcm")
 
 
-def cli(*args):
-    r = CliRunner().invoke(main, [str(a) for a in args])
-    assert r.exit_code == 0, r.output + str(r.exception)
-    return r
+cli = run_cli
 
 
 def test_tcmbench_reader_keeps_cases_and_shared_options(world):

@@ -6,11 +6,10 @@ definitions, the records and the failure paths, not TCM correctness)."""
 import json
 
 import pytest
-from click.testing import CliRunner
 from conftest import smollm_available
+from helpers import run_cli
 from tcm_fixture import SYNDROMES, write_world
 
-from medr2.cli import main
 from medr2.eval.runner import load_questions, own_sources
 from medr2.pipelines import Engine, Pipeline
 
@@ -19,11 +18,7 @@ SMOL = "bundled:smollm2-135m"
 QUESTION = "患者，男，38岁。头痛，目赤，口苦，耳鸣，舌质红，苔黄，脉弦数。其证型为（  ）。"
 
 
-def cli(*args, ok=True):
-    r = CliRunner().invoke(main, [str(a) for a in args])
-    if ok:
-        assert r.exit_code == 0, r.output + str(r.exception)
-    return r
+cli = run_cli
 
 
 @pytest.fixture(scope="module")

@@ -22,11 +22,28 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def serving(app):
+    """Serve ``app`` with uvicorn on a free loopback port for as long as the caller's fixture
+    lives; yields the base URL."""
+    import uvicorn
+
+    port = free_port()
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    t = threading.Thread(target=srv.run, daemon=True)
+    t.start()
+    for _ in range(100):
+        if srv.started:
+            break
+        time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    t.join(10)
+
+
 @pytest.fixture(scope="module")
 def server(demo_index_dir, tmp_path_factory):
     import os
 
-    import uvicorn
     from click.testing import CliRunner
 
     from medr2.cli import main
@@ -40,17 +57,7 @@ def server(demo_index_dir, tmp_path_factory):
         app = create_app(path, generator="none", scorer="none")
     finally:
         del os.environ["MEDR2_API_TOKEN"]
-    port = free_port()
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    t = threading.Thread(target=srv.run, daemon=True)
-    t.start()
-    for _ in range(100):
-        if srv.started:
-            break
-        time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    t.join(10)
+    yield from serving(app)
 
 
 @pytest.fixture(scope="module")
@@ -145,31 +152,18 @@ def test_wrong_token_is_shown_as_an_error(server, browser):
 
 @pytest.fixture(scope="module")
 def tcm_server(tmp_path_factory):
-    import uvicorn
-    from click.testing import CliRunner
+    from helpers import run_cli
     from tcm_fixture import write_world
 
-    from medr2.cli import main
     from medr2.serve.app import create_app
 
     root = tmp_path_factory.mktemp("tcm-browser")
     w = write_world(root / "data")
     idx = root / "idx"
-    for args in (["ingest", w["gbt"], w["cvr"], "--index", idx], ["kg", "cases", w["cvr"], "--index", idx]):
-        r = CliRunner().invoke(main, [str(a) for a in args])
-        assert r.exit_code == 0, r.output
+    run_cli("ingest", w["gbt"], w["cvr"], "--index", idx)
+    run_cli("kg", "cases", w["cvr"], "--index", idx)
     app = create_app(idx, generator="none", scorer="none")
-    port = free_port()
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    t = threading.Thread(target=srv.run, daemon=True)
-    t.start()
-    for _ in range(100):
-        if srv.started:
-            break
-        time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    t.join(10)
+    yield from serving(app)
 
 
 def test_tcm_mode_shows_the_matched_case_paths(tcm_server, browser):

@@ -104,6 +104,16 @@ def fit_graph_block(triples: list[dict[str, Any]], cases: list[dict], numbers: d
 ASPECT_LABELS = {"syndrome": "辨证", "disease": "病名", "therapy": "治法", "formula": "方剂"}
 
 
+def path_text(nodes: dict[str, str]) -> str:
+    """A case path's nodes in order: "辨证 X -> 治法 Y -> 方剂 Z"."""
+    return " -> ".join(f"{ASPECT_LABELS[a]} {nodes[a]}" for a in ASPECT_LABELS if a in nodes)
+
+
+def pairs_text(pairs: list) -> str:
+    """Matched (finding, definition feature) pairs: "耳鸣 (耳暴鸣), 舌红"."""
+    return ", ".join(a if a == b else f"{a} ({b})" for a, b in pairs)
+
+
 def case_paths_block(cases: list[dict[str, Any]], reasoning_chars: int = 300, shared_only: bool = False) -> str:
     """The prompt lines of TCM-DiffRAG's matched solved cases (medr2.kg.tcm.CaseMatcher.match):
     each case's findings (those the question shares marked), its path syndrome -> therapy ->
@@ -134,7 +144,7 @@ def case_paths_block(cases: list[dict[str, Any]], reasoning_chars: int = 300, sh
             lines.append(f"[C{i}] {c['case_id']} Q: {c['question'][:200]} A: {c['answer'][:100]}")
         nodes = c.get("nodes") or {}
         if nodes:
-            lines.append("  path: " + " -> ".join(f"{ASPECT_LABELS[a]} {nodes[a]}" for a in ASPECT_LABELS if a in nodes))
+            lines.append("  path: " + path_text(nodes))
         other = [t for t in c.get("path", []) if t["relation"] not in ("finding_of",)
                  and not t["relation"].startswith("indicates_") and t["relation"] not in
                  ("of_disease", "treated_by", "prescribes")]
@@ -159,7 +169,7 @@ def definition_paths_block(matches: list[dict[str, Any]], n_findings: int) -> st
         return ""
     lines = ["Options whose GB/T 16751 definition lists this case's findings (general graph):"]
     for m in sorted(rows, key=lambda m: -len(m["pairs"])):
-        shown = ", ".join(a if a == b else f"{a} ({b})" for a, b in m["pairs"])
+        shown = pairs_text(m["pairs"])
         ref = f" [{m['n']}]" if m.get("n") else ""
         lines.append(f"- {m['option']} {m['term']}{ref}: {len(m['pairs'])} of {n_findings} findings: {shown}")
     return "\n".join(lines)
