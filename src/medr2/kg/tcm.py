@@ -325,8 +325,11 @@ class CaseMatcher:
                 pairs.append((f, best, round(sim, 3)))
         return (got / total if total else 0.0), pairs
 
-    def match(self, question: str, k: int = 3, exclude: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
-        qf = findings(question)
+    def match(self, question: str, k: int = 3, exclude: frozenset[str] = frozenset(),
+              question_findings: Optional[list[str]] = None) -> list[dict[str, Any]]:
+        """The ``k`` best cases (``question_findings``: the question's findings when the caller
+        has them already)."""
+        qf = findings(question) if question_findings is None else question_findings
         qv = self._vector(question)
         scored = []
         for c, cv in zip(self.cases, self._vecs):

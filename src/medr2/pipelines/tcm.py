@@ -30,8 +30,9 @@ class TCMDiffRAG(Method):
     def answer(self, question: str, options: dict[str, str], res: AskResult) -> None:
         e, c = self.engine, self.engine.config.kg.cases
         matcher, terms = e.tcm
+        qf = findings(question)
         with stage("cases"):
-            cases = matcher.match(question, c.k, exclude=self.exclude_docs) if c.k else []
+            cases = matcher.match(question, c.k, self.exclude_docs, qf) if c.k else []
         names = list(options.values()) + [n for m in cases for n in m["nodes"].values()]
         with stage("definitions"):
             hits, seen = [], set()
@@ -49,7 +50,6 @@ class TCMDiffRAG(Method):
             r.reason = "GB/T 16751 definition"
         evidence = self.pack(rows)
         numbers = {x.passage_id: x.n for x in evidence}
-        qf = findings(question)
         general = []
         for letter, text in options.items():
             entries = terms.lookup_all(text)
