@@ -198,3 +198,14 @@ def pg_namespace(pg_uri):
     yield ns
     for n in (ns, ns + "_kg"):
         drop_namespace(pg_uri, n)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _kv_states_in_tmp(tmp_path_factory):
+    """llama.cpp prompt-opening states go to a session folder, never to the user's cache."""
+    import medr2.llm.llamacpp as lc
+
+    d = tmp_path_factory.mktemp("kv")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lc, "kv_dir", lambda: d)
+        yield d

@@ -102,4 +102,26 @@ def test_a_round_with_the_same_context_repeats_the_answer_without_a_model_call(e
     assert m._last[0] != other  # a different context is answered again (not called here: SmolLM is slow)
 
 
+def test_a_round_with_the_same_passages_reordered_keeps_the_previous_numbering(engine):
+    from medr2.apply.answer import Answer, EvidenceItem
+    from medr2.llm.base import Usage, track
+    from medr2.schema import AskResult, EvidenceRow, SourceType
+
+    m = Pipeline(engine, "medr2", rounds=2)
+    a = EvidenceItem(1, "p1", "T", "guideline", 1, "Stop metformin below eGFR 30.")
+    b = EvidenceItem(2, "p2", "T", "paper", 6, "Lactic acidosis was rare at eGFR 30-44.")
+    m._last = ([a, b], Answer("Stop it below 30.", "[1] says so", ["p1"], [1]))
+    # this round's appraisal put p2 first
+    now = [EvidenceItem(1, "p2", "T", "paper", 6, b.text), EvidenceItem(2, "p1", "T", "guideline", 1, a.text)]
+    rows = [EvidenceRow(passage_id=pid, doc_id="d", title="T", source_type=SourceType.guideline, level=1, text=t,
+                        kept=True, n=n) for n, (pid, t) in enumerate([("p2", b.text), ("p1", a.text)], 1)]
+    usage = Usage()
+    with track(usage):
+        ans = m.gated_generate(METFORMIN_Q, {}, now, rows, AskResult(question=METFORMIN_Q))
+    assert usage.to_dict()["calls"] == 0 and ans.rationale == "[1] says so"
+    # the rationale's [1] is still p1: the context and rows carry the previous round's numbers
+    assert [(x.n, x.passage_id) for x in now] == [(1, "p1"), (2, "p2")]
+    assert {r.passage_id: r.n for r in rows} == {"p1": 1, "p2": 2}
+
+
 METFORMIN_Q = "Should metformin be stopped when eGFR falls below 30?"

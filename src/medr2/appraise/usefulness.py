@@ -14,13 +14,35 @@ Example::
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from medr2.llm.base import LLM, mean_nll
 
 
 def usefulness(loss_without: float, loss_with: float) -> float:
     return max(loss_without - loss_with, 0.0)
+
+
+def clip_to_tokens(text: str, budget: int, count: Optional[Callable[[str], int]]) -> str:
+    """The longest run of whole leading words of ``text`` that ``count`` measures at most
+    ``budget`` tokens (without a tokenizer: 0.75 words a token).
+
+    >>> clip_to_tokens("a b c d e f", 3, lambda t: len(t.split())), clip_to_tokens("a b c d", 4, None)
+    ('a b c', 'a b c')
+    """
+    words = text.split()
+    if count is None:
+        return " ".join(words[: int(budget * 0.75)])
+    if count(text) <= budget:
+        return text
+    lo, hi = 0, len(words)  # words[:lo] fits; words[:hi + 1] does not (or hi is all of them)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(" ".join(words[:mid])) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return " ".join(words[:lo])
 
 
 class UsefulnessScorer:
@@ -30,10 +52,8 @@ class UsefulnessScorer:
         self.name = getattr(proxy, "name", "proxy")
 
     def _clip(self, text: str) -> str:
-        words = text.split()
-        # rough cap so prompt + answer fit a small context; 0.75 words a token
-        cap = int(self.max_passage_tokens * 0.75)
-        return " ".join(words[:cap])
+        """The passage cut to ``max_passage_tokens`` of the proxy's tokens (whole words)."""
+        return clip_to_tokens(text, self.max_passage_tokens, getattr(self.proxy, "count_tokens", None))
 
     def loss(self, question: str, options: dict[str, str], passage: Optional[str], reference: str) -> float:
         from medr2.appraise.prompts import usefulness_prompt

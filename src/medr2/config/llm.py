@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from medr2.config.base import Section
@@ -39,6 +41,14 @@ class LLMConfig(Section):
     # an earlier one (the instructions and demonstrations of every answer, classification and
     # reformulation prompt) is not prefilled again. 0 keeps only the last prompt's state.
     prefix_cache_mb: int = Field(1024, ge=0)
+    # llama.cpp: disk kept for the KV states of fixed prompt openings ($MEDR2_HOME/kv, MiB), so a
+    # new process (each `medr2 ask`) loads them in milliseconds instead of prefilling them again
+    # (the answer prompt's opening, about 450 tokens, is 6.5 s of prefill on 2 cores). 0: none.
+    prefix_store_mb: int = Field(512, ge=0)
+    # llama.cpp, JSON replies: "fallback" decodes greedily without the grammar first and keeps the
+    # reply when the grammar would have produced it (grammar sampling costs ~27 ms a token, a
+    # third of a decode step, bench/README.md CPU speed); "always" decodes under the grammar.
+    grammar: Literal["fallback", "always"] = "fallback"
     # Deterministic decoding by default.
     temperature: float = 0.0
     seed: int = 0

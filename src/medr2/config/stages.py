@@ -130,6 +130,10 @@ class AppraiseConfig(Section):
     # f_u: proxy LM loss drop on a reference answer; "draft" = the generator's own answer
     # without evidence (never gold labels, as in the paper).
     usefulness: bool = True
+    # Prompt budget of one usefulness call: the passage is cut to this many of the proxy LM's
+    # tokens (ours: 400 keeps the prompt, question and reference inside SmolLM2's window and
+    # bounds the stage at about (coarse_k + 1) x 450 prompt tokens a round).
+    usefulness_passage_tokens: int = Field(400, ge=16)
     # Conflict filtering: "rules" (polarity-aware, offline), "llm" (pairwise judgement), "off".
     conflicts: Literal["rules", "llm", "off"] = "rules"
     # f_g: the document types each question type expects (read by the fine rerank; was
@@ -234,3 +238,7 @@ class AssessConfig(Section):
     # Algorithm 2 of Med-R2: at most T = 5 rounds; stop when Acc / mu > delta, delta = 6.85.
     max_rounds: int = Field(5, ge=1)
     delta: float = Field(6.85, gt=0)
+    # Ours (issue 39): a round whose context holds the same passages as the previous round's, in
+    # another order, repeats that round's answer instead of generating again (the generator would
+    # be shown nothing new). False generates again whenever the order changed.
+    repeat_same_passages: bool = True

@@ -51,7 +51,8 @@ def load_llm(spec: str, cfg: LLMConfig, cache: Optional[LLMCache] = None) -> Opt
         from medr2.llm.llamacpp import LlamaCppLLM
 
         lm = LlamaCppLLM(spec, n_ctx=cfg.n_ctx, n_threads=threads, seed=cfg.seed, cache=cache,
-                         n_batch=cfg.n_batch, n_ubatch=cfg.n_ubatch, prefix_cache_mb=cfg.prefix_cache_mb)
+                         n_batch=cfg.n_batch, n_ubatch=cfg.n_ubatch, prefix_cache_mb=cfg.prefix_cache_mb,
+                         prefix_store_mb=cfg.prefix_store_mb, grammar=cfg.grammar)
         lm.temperature = cfg.temperature
         return lm
     raise LLMError(f"unknown model spec {spec!r}: use bundled:NAME, a .gguf path, http(s)://HOST/v1, hf:PATH, "

