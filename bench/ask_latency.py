@@ -85,6 +85,7 @@ def ask(question: str, index: Path, cfg: Path, env: dict) -> dict:
     u = out.get("usage", {})
     return {"wall_seconds": round(wall, 2), "answer": out.get("answer"), "citations": out.get("citations"),
             "insufficient": out.get("insufficient"), "rounds": len(out.get("rounds", [])),
+            "round_answers": [r.get("answer") for r in out.get("rounds", [])],
             "notes": [n for n in out.get("notes", []) if "repeated" in n],
             "calls": u.get("calls"), "prompt_tokens": u.get("prompt_tokens"),
             "reused_tokens": u.get("reused_tokens"), "completion_tokens": u.get("completion_tokens")}

@@ -24,18 +24,20 @@ def questions() -> list[dict]:
     return json.loads(QUESTIONS.read_text(encoding="utf-8"))
 
 
+CPU_BUDGET = Path(__file__).parent / "cpu-budget.toml"
+
+
 def demo_config():
-    """Demo settings: the paper's pipeline on a CPU budget (stated when the demo runs)."""
+    """Demo settings: the paper's pipeline on a CPU budget (``cpu-budget.toml``, stated when the
+    demo runs).
+
+    >>> c = demo_config()
+    >>> c.apply.context_tokens, c.assess.max_rounds, c.apply.few_shot
+    (1200, 2, 1)
+    """
     from medr2.config import Config
 
-    cfg = Config()
-    cfg.appraise.coarse_k = 8
-    cfg.apply.context_tokens = 1200  # paper: 4096
-    cfg.assess.max_rounds = 2  # paper: 5
-    cfg.apply.few_shot = 1
-    cfg.apply.max_answer_tokens = 350
-    cfg.llm.n_ctx = 4096
-    return cfg
+    return Config.load(CPU_BUDGET)
 
 
 def answer_questions(index_dir: Path, llm: str, qs: list[dict]) -> int:
