@@ -44,17 +44,15 @@ SETTINGS = {
 
 
 def config_text(setting: dict, cache: Path) -> str:
-    """The demo budget as a config file, with the setting's overrides and a fresh answer cache."""
-    from medr2.demo import demo_config
+    """The CPU budget the demo uses (``cpu-budget.toml``) as a config file, with the setting's
+    overrides and a fresh answer cache."""
+    import tomllib
 
-    d = demo_config()
-    sections = {
-        "appraise": {"coarse_k": d.appraise.coarse_k},
-        "apply": {"context_tokens": d.apply.context_tokens, "few_shot": d.apply.few_shot,
-                  "max_answer_tokens": d.apply.max_answer_tokens},
-        "assess": {"max_rounds": d.assess.max_rounds, **setting["assess"]},
-        "llm": {"n_ctx": d.llm.n_ctx, "cache_path": str(cache), **setting["llm"]},
-    }
+    from medr2.demo import CPU_BUDGET
+
+    sections = tomllib.loads(CPU_BUDGET.read_text(encoding="utf-8"))
+    for name, kv in {**setting, "llm": {**setting["llm"], "cache_path": str(cache)}}.items():
+        sections.setdefault(name, {}).update(kv)
     lines = []
     for name, kv in sections.items():
         lines.append(f"[{name}]")

@@ -40,14 +40,33 @@ class _Object(list):
     """A JSON object read as its (key, value) pairs, in the order written."""
 
 
+def _members(schema: dict[str, Any]) -> tuple[dict[str, Any], list[str], list[str]]:
+    """An object schema's properties, the order the grammar writes them in (required ones in
+    schema order, then the optional ones) and the required ones in that order."""
+    props = schema.get("properties") or {}
+    required = [k for k in props if k in set(schema.get("required") or [])]
+    return props, required + [k for k in props if k not in required], required
+
+
+def _valid(value: Any, schema: Any) -> bool:
+    """A value read with :class:`_Object` pairs: keys in the grammar's order and the schema holds."""
+    import jsonschema
+
+    if not _in_order(value, schema):
+        return False
+    try:
+        jsonschema.validate(_plain(value), schema)
+    except jsonschema.ValidationError:
+        return False
+    return True
+
+
 def _in_order(value: Any, schema: Any) -> bool:
     """Object keys (recursively) in the order the grammar writes them."""
     if not isinstance(schema, dict):
         return True
     if isinstance(value, _Object):
-        props = schema.get("properties") or {}
-        required = set(schema.get("required") or [])
-        order = [k for k in props if k in required] + [k for k in props if k not in required]
+        props, order, _ = _members(schema)
         keys = [k for k, _ in value]
         known = [k for k in keys if k in props]
         if len(set(keys)) != len(keys) or known != [k for k in order if k in keys]:
@@ -130,20 +149,15 @@ def _lexical(text: str) -> Optional[list[tuple[str, int, int]]]:
 def grammar_would_start(text: str, schema: dict[str, Any]) -> bool:
     """True when ``text`` (an unconstrained greedy reply cut off at the token limit) is a start
     the schema's grammar allows: the grammar would have written the same tokens up to the limit."""
-    import jsonschema
-
     if not text.startswith("{"):
         return False
     members = _lexical(text)
     if members is None:
         return False
-    props = schema.get("properties") or {}
-    required = set(schema.get("required") or [])
-    order = [k for k in props if k in required] + [k for k in props if k not in required]
+    props, order, req = _members(schema)
     keys = [k for k, _, _ in members]
     if len(set(keys)) != len(keys) or any(k not in props for k in keys) or keys != [k for k in order if k in keys]:
         return False
-    req = [k for k in order if k in required]
     if keys[: len(req)] != req[: len(keys)]:  # the required members come first, none skipped
         return False
     for k, a, b in members:
@@ -151,10 +165,9 @@ def grammar_would_start(text: str, schema: dict[str, Any]) -> bool:
             continue
         try:
             value = json.loads(text[a:b], object_pairs_hook=_Object)
-            if not _in_order(value, props[k]):
-                return False
-            jsonschema.validate(_plain(value), props[k])
-        except (json.JSONDecodeError, jsonschema.ValidationError):
+        except json.JSONDecodeError:
+            return False
+        if not _valid(value, props[k]):
             return False
     return True
 
@@ -162,8 +175,6 @@ def grammar_would_start(text: str, schema: dict[str, Any]) -> bool:
 def grammar_would_emit(text: str, schema: dict[str, Any]) -> bool:
     """True when ``text`` (an unconstrained greedy reply) is one the schema's grammar allows at
     every token, so constrained greedy decoding would have produced it too."""
-    import jsonschema
-
     body = text.rstrip()
     if not body.startswith("{") or _lexical(body) is None:
         return False
@@ -172,13 +183,7 @@ def grammar_would_emit(text: str, schema: dict[str, Any]) -> bool:
         value = json.loads(body, object_pairs_hook=_Object)
     except json.JSONDecodeError:
         return False
-    if not _in_order(value, schema):
-        return False
-    try:
-        jsonschema.validate(_plain(value), schema)
-    except jsonschema.ValidationError:
-        return False
-    return True
+    return _valid(value, schema)
 
 
 def shows_json(messages: list[dict[str, str]]) -> bool:
