@@ -173,6 +173,12 @@ def test_a_reply_cut_off_at_the_cap_is_asked_again_with_more_room_not_repaired()
     assert structured(Verbose(need=100), msgs, schema, max_tokens=200) == {"query": "fever cough"}
 
 
+def distinct_words(n: int) -> str:
+    """``n`` different words: a long reply that is not a loop (structured() gives up on loops)."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return " ".join(letters[i % 26] + letters[i // 26 % 26] + letters[i // 676 % 26] for i in range(n))
+
+
 class Windowed:
     """Plumbing fake of a llama.cpp-like model with a context window: a message costs one token a
     word; a prompt that does not fit raises ContextWindowError, and max_tokens is lowered to the
@@ -201,7 +207,7 @@ class Windowed:
             text = '{"rationale": "' + "word " * self.invalid + '"}'  # no "answer"
             return {"text": text, "prompt_tokens": prompt, "completion_tokens": self.invalid, "finish_reason": "stop"}
         if cap < self.need:
-            return {"text": '{"rationale": "' + "word " * cap, "prompt_tokens": prompt, "completion_tokens": cap,
+            return {"text": '{"rationale": "' + distinct_words(cap), "prompt_tokens": prompt, "completion_tokens": cap,
                     "finish_reason": "length"}
         return {"text": '{"rationale": "r", "answer": "B"}', "prompt_tokens": prompt, "completion_tokens": self.need,
                 "finish_reason": "stop"}

@@ -49,6 +49,10 @@ class LLMConfig(Section):
     # reply when the grammar would have produced it (grammar sampling costs ~27 ms a token, a
     # third of a decode step, bench/README.md CPU speed); "always" decodes under the grammar.
     grammar: Literal["fallback", "always"] = "fallback"
+    # llama.cpp, greedy replies decoded without a grammar: end a reply once its tail repeats what
+    # it already wrote twice (medr2.llm.repetition; constants chosen on the demo's and dev runs'
+    # replies), instead of looping to max_tokens; structured() then does not ask again with more room.
+    stop_loops: bool = True
     # Deterministic decoding by default.
     temperature: float = 0.0
     seed: int = 0

@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional, Protocol
 
+from medr2.llm.repetition import looping
+
 
 class LLMError(RuntimeError):
     """A model call that cannot be made; the message names the model and what to do."""
@@ -205,7 +207,10 @@ def structured(llm: LLM, messages: list[dict[str, str]], schema: dict[str, Any],
     the room the window leaves, and a reply cut off again ends the attempts. So a cut-off reply
     costs at most the tokens of the repair turns it replaces. A repair turn (the invalid reply
     and a correction) that would not fit the window ends the attempts too: the model answered,
-    just not validly, so the error is an :class:`LLMOutputError` that callers answer around."""
+    just not validly, so the error is an :class:`LLMOutputError` that callers answer around. A
+    reply that loops (the backend ended it for repetition, or it was cut off repeating itself,
+    :func:`medr2.llm.repetition.looping`) ends the attempts at once: greedy decoding would loop
+    again."""
     import jsonschema
 
     last_error = ""
@@ -230,6 +235,10 @@ def structured(llm: LLM, messages: list[dict[str, str]], schema: dict[str, Any],
             return value
         except (json.JSONDecodeError, jsonschema.ValidationError) as e:
             last_error = str(e).split("\n")[0]
+            if out.get("finish_reason") == "repetition" or (cut_off(out, budget) and looping(out["text"])):
+                # a greedy model that loops loops again, with more room or after a repair turn
+                last_error = f"the reply looped after {int(out.get('completion_tokens') or 0)} tokens ({last_error})"
+                break
             if cut_off(out, budget):
                 last_error = f"the reply was cut off at {int(out.get('completion_tokens') or budget)} tokens " \
                              f"({last_error})"

