@@ -38,11 +38,12 @@ def answer_lines(res, explain: bool) -> Iterator[str]:
     if res.reformulation:
         yield f"Query: {res.reformulation.get('query')} ({res.reformulation.get('method')})"
     flag = "  [INSUFFICIENT EVIDENCE]" if res.insufficient else ""
-    sep = "\n" if res.method == "extractive-recommendations" and not res.insufficient else " "
+    quoted = res.method in ("extractive-recommendations", "llm+quoted-recommendations")  # the answer is the list
+    sep = "\n" if quoted and not res.insufficient else " "
     yield f"\nAnswer ({res.pipeline}, {res.method}):{sep}{res.answer}{flag}"
     if res.rationale:
         yield f"Rationale: {res.rationale}"
-    if res.recommendations and res.method != "extractive-recommendations":  # that answer is the list itself
+    if res.recommendations and not quoted:
         yield "Recommendations that apply (strongest first):"
         for r in res.recommendations:
             grade = f"{r.grade}, {r.strength}" if r.grade else "ungraded"

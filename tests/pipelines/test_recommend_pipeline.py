@@ -82,3 +82,32 @@ def test_with_a_generator_the_recommendations_structure_the_prompt_when_asked(gi
     block = "Guideline recommendations in the evidence that apply (strongest first):\n[1] (Level B; moderate)"
     assert (block in llm.prompts[-1]) is give
     assert ("state each one that applies, with its grade" in llm.prompts[-1]) is give
+
+
+class PointingLLM(RecordingLLM):
+    """Plumbing fake generator that names the recommendations instead of stating them."""
+
+    def chat(self, messages, json_schema=None, **kw):
+        self.prompts.append(messages[-1]["content"])
+        out = {"rationale": "Both recommendations [1] bear on the question.",
+               "answer": "The guideline recommendations [1] apply.", "citations": [1], "insufficient": False}
+        return {"text": json.dumps({k: v for k, v in out.items() if k in json_schema["properties"]})}
+
+
+@pytest.mark.parametrize("llm_cls", [PointingLLM, RecordingLLM])
+def test_an_answer_that_only_points_at_the_recommendations_is_replaced_by_them(llm_cls):
+    from medr2.apply.answer import CitedAnswerer
+
+    e = engine([GUIDE, FLU])
+    llm = llm_cls()
+    e.generator = llm
+    e.answerers = {cot: CitedAnswerer(llm, cot) for cot in (True, False)}
+    res = Pipeline(e, "vanilla_rag").run(Q)
+    if llm_cls is RecordingLLM:  # an answer that states something is kept as written
+        assert res.method == "llm" and res.answer == "Stop metformin below an eGFR of 30 [1]."
+        return
+    assert res.method == "llm+quoted-recommendations" and res.citations == ["g1"]
+    assert "Metformin should be stopped when the eGFR falls below 30" in res.answer and "Level B" in res.answer
+    assert "named the recommendations without stating them" in res.notes[0]
+    text = "\n".join(answer_lines(res, explain=False))
+    assert "Recommendations that apply" not in text  # the answer is the list: not printed twice

@@ -238,6 +238,41 @@ def as_answer(ra: RecommendationAnswer, n_passages: int) -> Answer:
                   recommendations=list(ra.recommendations), uncovered=list(ra.uncovered))
 
 
+# Words that name the recommendations instead of saying what they say (ours).
+_POINTERS = frozenset("""guideline guidelines recommendation recommendations recommend recommends recommended
+apply applies applicable evidence passage passages statement statements both all above following listed given
+these those answer question""".split())
+
+
+def states_nothing(answer: str, question: str) -> bool:
+    """The generated answer only points at the recommendations: it names them ("guideline",
+    "recommendations", "apply"...) and, beside the question's own words, holds nothing else (a
+    1.5B model told to "answer with these recommendations" writes "The guideline recommendations
+    apply."). An answer in the question's own words alone ("Metformin can be used ...") is a
+    verdict, and is kept.
+
+    >>> states_nothing("The guideline recommendations [3] and [5] both apply.", "Can metformin be used at an eGFR of 35?")
+    True
+    >>> states_nothing("Metformin can be continued at a reduced dose [2].", "Can metformin be used at an eGFR of 35?")
+    False
+    >>> states_nothing("Metformin can be used at an eGFR of 35.", "Can metformin be used at an eGFR of 35?")
+    False
+    """
+    words = content_words(answer)
+    return bool(words & _POINTERS) and not (words - content_words(question) - _POINTERS)
+
+
+def quote_instead(ans: Answer, ra: RecommendationAnswer, n_passages: int) -> Answer:
+    """The answer when the generator's :func:`states_nothing`: the applicable recommendations
+    quoted with their grades (:func:`as_answer`), the model's rationale kept, and a note saying
+    what was replaced."""
+    quoted = as_answer(ra, n_passages)
+    note = (f'the generator\'s answer ("{ans.answer[:120]}") named the recommendations without stating them: '
+            "they are quoted instead")
+    return Answer(quoted.answer, ans.rationale, quoted.citations, quoted.cited, quoted.insufficient,
+                  "llm+quoted-recommendations", [note, *ans.notes], list(ra.recommendations), list(ra.uncovered))
+
+
 def prompt_block(ra: RecommendationAnswer) -> str:
     """The recommendations as the generator is shown them: one line each, citation first.
 

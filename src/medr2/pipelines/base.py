@@ -18,7 +18,7 @@ from medr2.apply.answer import ANSWER_MODES, Answer, EvidenceItem, answer_schema
 from medr2.apply.context import evidence_budget, pack_rows
 from medr2.apply.gate import GateDecision, decide, relevance_gate, skip_decision, skip_loglik, use_decision
 from medr2.apply.loglik import LoglikAnswerer
-from medr2.apply.recommend import prompt_block
+from medr2.apply.recommend import prompt_block, quote_instead, states_nothing
 from medr2.apply.prompts import draft_messages
 from medr2.formulate.formulator import Formulation, query_text
 from medr2.formulate.language import language_refusal, question_language, target_language
@@ -182,6 +182,8 @@ class Method:
                 ans = answerer.answer(question, options, evidence, **kw)
             except LLMError as err:
                 return failed_answer(err)
+        if block is not None and ans.method == "llm" and states_nothing(ans.answer, question):
+            ans = quote_instead(ans, ra, len(evidence))
         if ra is not None:  # the applicable recommendations (the list the answer followed, when given)
             ans.recommendations, ans.uncovered = list(ra.recommendations), list(ra.uncovered)
             if ra.insufficient:
