@@ -12,7 +12,7 @@ from medr2.config import LLMConfig
 from medr2.llm.base import LLMError, Usage, mean_nll, stage, structured, track
 from medr2.llm.cache import LLMCache
 from medr2.llm.factory import load_llm
-from medr2.llm.remote import OpenAICompatLLM
+from medr2.llm.remote import ECHO_PROBE, OpenAICompatLLM
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
           "required": ["answer"], "additionalProperties": False}
@@ -95,7 +95,9 @@ def test_http_server_without_json_schema_gets_the_schema_in_the_prompt():
     with StubServer(handler) as srv:
         lm = _lm(srv.url)
         assert structured(lm, [{"role": "user", "content": "q"}], SCHEMA) == {"answer": "no"}
-        assert "JSON schema" in srv.requests[1][1]["messages"][-1]["content"]
+        # json_schema, then llama-cpp-python's json_object + schema, then the schema in the prompt
+        assert srv.requests[1][1]["response_format"] == {"type": "json_object", "schema": SCHEMA}
+        assert "JSON schema" in srv.requests[2][1]["messages"][-1]["content"]
         structured(lm, [{"role": "user", "content": "q2"}], SCHEMA)
         assert "response_format" not in srv.requests[-1][1]  # remembered
     with StubServer(lambda p, b: (400, {"error": "prompt exceeds the maximum context length"}, 0)) as srv:
@@ -111,14 +113,25 @@ def test_http_continuation_logprobs_and_token_counts():
             return 200, {"tokens": [1, 2, 3]}, 0
         prompt = body["prompt"]
         assert body["echo"] is True and body["logprobs"] == 1
+        if prompt == "".join(ECHO_PROBE):  # the alignment probe: near-certain tokens
+            return 200, {"choices": [{"text": prompt + ",", "logprobs": {
+                "tokens": [ECHO_PROBE[0], " 12", ",", " 13", ",", " 14", ",", " 15", ","],
+                "token_logprobs": [None] + [probe] * 8}}]}, 0
         return 200, {"choices": [{"text": prompt + "!", "logprobs": {
             "tokens": ["Answer", ":", " yes", "!"], "token_logprobs": [None, -0.1, -0.7, -2.0],
             "text_offset": [0, 6, 7, 11]}}]}, 0
 
+    probe = -0.05
     with StubServer(handler) as srv:
         lm = _lm(srv.url)
         assert lm.continuation_logprobs("Answer:", " yes") == [-0.7]
         assert lm.count_tokens("a b c") == 3
+        sent = [b["prompt"] for path, b in srv.requests if path.endswith("/completions")]
+        assert sent == ["".join(ECHO_PROBE), "Answer: yes"]  # the probe once, before the first scoring
+    probe = -14.0  # echoed log-probabilities that are not the prompt's own (llama-cpp-python's server)
+    with StubServer(handler) as srv:
+        with pytest.raises(LLMError, match="do not belong to the prompt's tokens"):
+            _lm(srv.url).continuation_logprobs("Answer:", " yes")
     with StubServer(lambda p, b: (404, {"error": "no"}, 0)) as srv:
         lm = _lm(srv.url)
         with pytest.raises(LLMError, match="cannot score continuations"):

@@ -1,13 +1,14 @@
 """OpenAI-compatible HTTP backend: vLLM, SGLang, Ollama, llama.cpp server, LM Studio, OpenAI.
 
 Timeouts, retries with exponential backoff (connection errors, timeouts, 429 and 5xx), and a
-concurrency limit shared by all threads using the backend. Structured output asks the server
-for ``response_format: json_schema``; a server that rejects it (HTTP 400) is asked again with the
-schema stated in the prompt, and the answer is validated either way by :func:`structured`.
-Continuation log-probabilities use ``/completions`` with ``echo`` and ``logprobs`` (vLLM and
-other servers that echo prompt log-probabilities; the llama.cpp server and Ollama do not): a
-server that gives none raises a clear :class:`LLMError`. A read timeout is not retried (a stuck
-server would otherwise cost retries x timeout per call).
+concurrency limit shared by all threads using the backend; a read timeout is not retried (a
+stuck server would otherwise cost retries x timeout per call). Structured output asks the
+server for ``response_format: json_schema``, then for llama-cpp-python's ``json_object`` +
+``schema`` form, then states the schema in the prompt (:data:`SCHEMA_MODES`); the answer is
+validated either way by :func:`structured`. Continuation log-probabilities use ``/completions``
+with ``echo`` and ``logprobs`` (vLLM; Ollama has none), checked first on a probe that any model
+scores near certain: a server that gives none, or values that are not the prompt's own tokens'
+(llama-cpp-python's server 0.3.x), raises a clear :class:`LLMError`.
 
 Example::
 
@@ -34,6 +35,33 @@ from medr2.llm.base import ContextWindowError, LLMError, Usage, json_only_instru
 from medr2.llm.cache import LLMCache, cached
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+# How a JSON schema is sent, tried in this order: OpenAI's and vLLM's `json_schema`, then the
+# `json_object` + `schema` form of llama-cpp-python's server (it answers `json_schema` with a
+# validation error), then the schema stated in the prompt.
+SCHEMA_MODES = ("json_schema", "json_object", "prompt")
+# A continuation any language model scores near certain, and the least mean log-probability per
+# token a server must give it before its echoed log-probabilities are used (ours: SmolLM2-135M
+# scores it at -0.02 a token through llama.cpp directly; llama-cpp-python 0.3.36's server at -14).
+ECHO_PROBE = ("1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,", " 12, 13, 14, 15")
+ECHO_PROBE_MIN = -1.5
+
+
+def response_format(mode: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """The request's ``response_format`` for a schema mode.
+
+    >>> response_format("json_object", {"type": "object"})
+    {'type': 'json_object', 'schema': {'type': 'object'}}
+    """
+    if mode == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": "medr2", "schema": schema, "strict": True}}
+    return {"type": "json_object", "schema": schema}
+
+
+def refuses_schema(e: "_HTTPStatus") -> bool:
+    """The server refused the request's ``response_format`` (HTTP 400 or 422, or the 500 that
+    llama-cpp-python's server gives a body it cannot validate), not something else."""
+    about = any(w in str(e).lower() for w in ("response_format", "json_schema", "schema", "grammar", "guided"))
+    return about and e.code in (400, 422, 500)
 
 
 class OpenAICompatLLM:
@@ -56,6 +84,7 @@ class OpenAICompatLLM:
         self._slots = threading.BoundedSemaphore(max(1, concurrency))
         self._schema_mode = "json_schema"  # downgraded to "prompt" when the server refuses it
         self._tokenize_ok: Optional[bool] = None
+        self._echo_checked = False  # the echoed log-probabilities passed the probe (continuation_logprobs)
         self.name = f"http:{self.base_url}#{model or 'default'}"
 
     # -- transport -------------------------------------------------------------------------
@@ -78,7 +107,8 @@ class OpenAICompatLLM:
                     raw = r.read()
             except urllib.error.HTTPError as e:
                 detail = e.read()[:300].decode("utf-8", "replace")
-                if e.code in RETRY_STATUS:
+                if e.code in RETRY_STATUS and "validation error" not in detail.lower():
+                    # (llama-cpp-python's server answers a request it cannot parse with HTTP 500)
                     last = f"HTTP {e.code}: {detail}"
                     continue
                 raise _HTTPStatus(e.code, f"{url} answered HTTP {e.code}: {detail}") from None
@@ -109,23 +139,21 @@ class OpenAICompatLLM:
                                 "seed": seed}
         if self.model:
             body["model"] = self.model
-        if json_schema is not None and self._schema_mode == "json_schema":
-            body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": "medr2", "schema": json_schema, "strict": True}}
-        try:
-            r = self._post("/chat/completions", body)
-        except _HTTPStatus as e:
-            about_schema = any(w in str(e).lower() for w in ("response_format", "json_schema", "schema", "grammar",
-                                                              "guided"))
-            if json_schema is None or e.code != 400 or "response_format" not in body or not about_schema:
-                raise window_error(e) from None
-            self._schema_mode = "prompt"  # the server does not take JSON schemas: state it in the prompt
-            body.pop("response_format")
-            body["messages"] = [*messages, {"role": "user", "content": json_only_instruction(json_schema)}]
+        while True:
+            body.pop("response_format", None)
+            body["messages"] = messages
+            if json_schema is not None:
+                if self._schema_mode == "prompt":  # the server takes no schema: it is stated in the prompt
+                    body["messages"] = [*messages, {"role": "user", "content": json_only_instruction(json_schema)}]
+                else:
+                    body["response_format"] = response_format(self._schema_mode, json_schema)
             try:
                 r = self._post("/chat/completions", body)
-            except _HTTPStatus as e2:
-                raise window_error(e2) from None
+                break
+            except _HTTPStatus as e:
+                if "response_format" not in body or not refuses_schema(e):
+                    raise window_error(e) from None
+                self._schema_mode = SCHEMA_MODES[SCHEMA_MODES.index(self._schema_mode) + 1]
         try:
             text = r["choices"][0]["message"].get("content") or ""
         except (KeyError, IndexError, TypeError, AttributeError):
@@ -141,7 +169,14 @@ class OpenAICompatLLM:
     def continuation_logprobs(self, prompt: str, continuation: str) -> list[float]:
         if not continuation:
             raise LLMError("the continuation is empty")
+        if not self._echo_checked:
+            self._check_echo()
         t = time.perf_counter()
+        lps = self._echo_logprobs(prompt, continuation)
+        record(self.usage, len(lps), 0, time.perf_counter() - t)
+        return lps
+
+    def _echo_logprobs(self, prompt: str, continuation: str) -> list[float]:
         body: dict[str, Any] = {"prompt": prompt + continuation, "max_tokens": 1, "temperature": 0.0,
                                 "echo": True, "logprobs": 1}
         if self.model:
@@ -149,11 +184,23 @@ class OpenAICompatLLM:
         try:
             r = self._post("/completions", body)
         except _HTTPStatus as e:
-            raise LLMError(f"{e}; this endpoint cannot score continuations (use vLLM, the llama.cpp server or a "
-                           "local GGUF as scorer)") from None
-        lps = continuation_from_echo(r, continuation)
-        record(self.usage, len(lps), 0, time.perf_counter() - t)
-        return lps
+            raise LLMError(f"{e}; this endpoint cannot score continuations (use vLLM or a local GGUF as "
+                           "scorer)") from None
+        return continuation_from_echo(r, continuation)
+
+    def _check_echo(self) -> None:
+        """Score a continuation every language model finds near certain; a server whose echoed
+        log-probabilities are not those of the prompt's own tokens (llama-cpp-python's server
+        0.3.x scores each token with the distribution that follows it, and leaves the
+        generated token out) fails it, and is refused rather than used to rank options."""
+        lps = self._echo_logprobs(*ECHO_PROBE)
+        mean = sum(lps) / len(lps)
+        if mean < ECHO_PROBE_MIN:
+            raise LLMError(f"{self.name} echoes prompt log-probabilities that do not belong to the prompt's tokens "
+                           f"(mean {mean:.1f} per token on the counting probe {''.join(ECHO_PROBE)!r}, any model "
+                           f"scores above {ECHO_PROBE_MIN}); it cannot score continuations: use vLLM, or a local "
+                           "GGUF (llm.scorer = a .gguf path) as scorer, or answer with answer_mode = generate")
+        self._echo_checked = True
 
     def count_tokens(self, text: str) -> int:
         if self._tokenize_ok is not False:
