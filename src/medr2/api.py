@@ -137,6 +137,20 @@ class Medr2:
         f_h, f_g, f_u, F, whether it reached the context and why not (``kept_only``: the context)."""
         return [r for r in result.evidence if r.kept or not kept_only]
 
+    def passage(self, passage_id: str) -> Optional[dict]:
+        """One passage (text, heading path, offsets) with its document (title, source type,
+        year, origin, url, publication types); None when the index has no such passage."""
+        store = self.index.store
+        rid = store.rowid_of(passage_id)
+        if rid is None:
+            return None
+        p = dict(store.passages([rid])[rid])
+        doc = store.get_document(p["doc_id"])
+        p["document"] = {"doc_id": doc.doc_id, "title": doc.title, "source_type": doc.source_type.value,
+                         "year": doc.meta.year, "origin": doc.meta.origin, "url": doc.meta.url,
+                         "publication_types": doc.meta.publication_types} if doc else None
+        return p
+
     def stats(self) -> dict:
         """Documents, passages, segments, models and disk use of the index."""
         return self.index.stats()

@@ -30,6 +30,6 @@ def main() -> None:
 
 for _command in (ingest.ingest, ingest.formats, search.search, docs.doc, docs.index_group, ask.ask,
                  ask.train_classifier, train.train_reranker, train_appraisal.train_doctype,
-                 train_appraisal.train_design, eval.eval_group, kg.kg_group, serve.serve, demo.demo,
+                 train_appraisal.train_design, eval.eval_group, kg.kg_group, serve.serve, serve.mcp, demo.demo,
                  runtime.build_runtime, runtime.doctor):
     main.add_command(_command)

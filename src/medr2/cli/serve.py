@@ -55,3 +55,26 @@ def serve(index_dir, config_path, host, port, trusted_hosts, llm_spec, scorer):
     click.echo(f"medr2 serving {index_dir} on http://{host or sv.host}:{port or sv.port}/ "
                f"(writes {'enabled' if __import__('os').environ.get(sv.token_env) else 'disabled: set ' + sv.token_env})")
     uvicorn.run(app, host=host or sv.host, port=port or sv.port, log_level="warning")
+
+
+@click.command()
+@index_opt
+@config_opt
+@click.option("--llm", "llm_spec", help="Generator (local, none, a .gguf, http(s)://HOST/v1; default llm.generator).")
+@click.option("--scorer", help="Proxy LM for usefulness (default llm.scorer).")
+def mcp(index_dir, config_path, llm_spec, scorer):
+    """Serve an index to agent clients over the Model Context Protocol (stdio): tools search, ask
+    and passage.
+
+    Needs the 'mcp' extra: pip install 'medr2[mcp]'. Models load on the first call."""
+    from medr2.api import Medr2
+    from medr2.serve.mcp import build_server
+
+    try:
+        kb = Medr2(index_dir, load_config(config_path), generator=llm_spec, scorer=scorer)
+    except FileNotFoundError as e:
+        fail(str(e), EXIT_USAGE)
+    try:
+        build_server(kb).run("stdio")  # stdout carries the protocol: nothing else may print there
+    finally:
+        kb.close()

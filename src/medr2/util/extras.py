@@ -3,7 +3,7 @@ a message that names the extra to install.
 
 The extras (see ``[project.optional-dependencies]`` in pyproject.toml and docs/install.md):
 ``serve`` (FastAPI, uvicorn, python-multipart), ``milvus`` (pymilvus, milvus-lite), ``postgres``
-(psycopg), ``report`` (matplotlib), ``train`` (scikit-learn). :class:`MissingExtra` is an
+(psycopg), ``report`` (matplotlib), ``train`` (scikit-learn), ``mcp`` (the MCP SDK). :class:`MissingExtra` is an
 ImportError, so ``except ImportError`` handlers keep catching it; the command line prints its
 message as an error (exit code 1), without a traceback.
 

@@ -59,15 +59,12 @@ def search(body: SearchBody, st: State) -> dict[str, Any]:
 def passage(passage_id: str, st: State) -> dict[str, Any]:
     from medr2.kg.build import open_existing_kg
 
+    from medr2.api import Medr2
+
     with st.holder.use() as e:
-        rid = e.index.store.rowid_of(passage_id)
-        if rid is None:
-            raise HTTPException(404, f"no passage {passage_id!r}")
-        p = e.index.store.passages([rid])[rid]
-        doc = e.index.store.get_document(p["doc_id"])
-    out = {**p, "document": {"doc_id": doc.doc_id, "title": doc.title, "source_type": doc.source_type.value,
-                             "year": doc.meta.year, "origin": doc.meta.origin, "url": doc.meta.url,
-                             "publication_types": doc.meta.publication_types} if doc else None}
+        out = Medr2.over(e).passage(passage_id)
+    if out is None:
+        raise HTTPException(404, f"no passage {passage_id!r}")
     kg = open_existing_kg(st.index_dir)
     if kg is not None:
         try:
