@@ -37,6 +37,9 @@ $(STAMP): pyproject.toml requirements.lock Makefile
 	# ONNX exports of the bundled encoder and reranker in $$MEDR2_HOME/runtime (default ~/.cache/medr2/runtime):
 	# search then runs on ONNX Runtime without importing torch (idempotent: current exports are kept)
 	$(BIN)/medr2 build-runtime
+	# axe-core (npm) for the web page's accessibility check in tests/serve/test_page_views.py
+	command -v npm >/dev/null && npm install --silent --no-audit --no-fund --prefix $(VENV)/node axe-core@4.11.0 \
+		|| echo "WARNING: npm is missing: the accessibility check of the web page will be skipped" >&2
 	touch $(STAMP)
 
 demo: models
