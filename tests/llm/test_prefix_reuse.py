@@ -174,3 +174,21 @@ def test_unknown_grammar_mode_is_refused():
 
     with pytest.raises(LLMError, match="grammar"):
         LlamaCppLLM("bundled:smollm2-135m", grammar="sometimes")
+
+
+def test_a_cut_off_reply_asked_again_with_more_room_is_continued_not_decoded_again():
+    long = msgs("List ten drugs that lower blood pressure, one line each, with their class.")
+    fresh = LlamaCppLLM("bundled:smollm2-135m", n_ctx=1024, prefix_store_mb=0)
+    want = fresh.chat(long, max_tokens=60)
+    lm = LlamaCppLLM("bundled:smollm2-135m", n_ctx=1024, prefix_store_mb=0)
+    cut = lm.chat(long, max_tokens=20)
+    assert cut["finish_reason"] == "length" and want["text"].startswith(cut["text"])
+    u = Usage()
+    with track(u):
+        got = lm.chat(long, max_tokens=60)
+    assert lm.resumed == 1 and got["text"] == want["text"]
+    assert got["completion_tokens"] == want["completion_tokens"] and got["finish_reason"] == want["finish_reason"]
+    assert u.completion_tokens == want["completion_tokens"] - 19  # only the new tokens were decoded
+    # another request is decoded from its own start
+    other = lm.chat(msgs("What does metformin treat?"), max_tokens=12)
+    assert lm.resumed == 1 and other == fresh.chat(msgs("What does metformin treat?"), max_tokens=12)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import json
 import importlib
 import importlib.util
 import os
@@ -175,6 +176,8 @@ class LlamaCppLLM:
         self.grammar = grammar
         self.grammar_fallbacks = 0  # replies decoded again under the grammar
         self.stop_loops = stop_loops
+        self._cut: Optional[tuple[str, list[int], list[int]]] = None  # the last cut-off free reply (_keep_cut)
+        self.resumed = 0  # cut-off replies continued rather than decoded again
         self.store = self._prefix_store(prefix_store_mb)
         self._formatter = None
         self.cache = cache
@@ -299,12 +302,15 @@ class LlamaCppLLM:
             known.append(loaded)
         kwargs: dict[str, Any] = {}
         stop = None
+        key = json.dumps(messages, sort_keys=True) if schema is None and temperature == 0 else None
         if schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": grammar_schema(schema)}
         elif self.stop_loops and temperature == 0:
             # a grammar would refuse the forced end token inside a string: free decoding only
             stop = RepetitionStop(lambda ids: llm.detokenize(ids).decode("utf-8", "ignore"), llm.token_eos())
             kwargs["logits_processor"] = self._llama_cpp.LogitsProcessorList([stop])
+        if key is not None and self._cut is not None and self._cut[0] == key and max_tokens > len(self._cut[2]):
+            return self._resume(llm, max_tokens, seed, stop, kwargs, t)
         try:
             r = llm.create_chat_completion(messages=messages, max_tokens=max_tokens, temperature=temperature,
                                            seed=seed, **kwargs)
@@ -319,9 +325,45 @@ class LlamaCppLLM:
         if stop is not None and stop.hit:
             out["finish_reason"] = "repetition"  # ended by RepetitionStop, not by the model
         prompt_ids = llm._input_ids[: out["prompt_tokens"]].tolist()
+        self._keep_cut(llm, key, prompt_ids, out)
         # llama.cpp re-evaluates the last prompt token when the whole prompt was kept
         reused = min(max((shared_prefix(k, prompt_ids) for k in known), default=0), max(len(prompt_ids) - 1, 0))
         record(self.usage, out["prompt_tokens"], out["completion_tokens"], time.perf_counter() - t, reused=reused)
+        return out
+
+    def _keep_cut(self, llm, key: Optional[str], prompt_ids: list[int], out: dict[str, Any]) -> None:
+        """Remember a greedy free reply cut off at its token limit (its prompt and the reply tokens
+        the context has evaluated: all but the last, sampled one), so that the same request with
+        more room continues it instead of decoding it again (:meth:`_resume`)."""
+        self._cut = None
+        if key is None or out["finish_reason"] != "length":
+            return
+        done = llm._input_ids[len(prompt_ids): llm.n_tokens].tolist()
+        try:
+            llm.detokenize(done).decode("utf-8")  # a character split between two tokens: start again instead
+        except UnicodeDecodeError:
+            return
+        if done:
+            self._cut = (key, prompt_ids, done)
+
+    def _resume(self, llm, max_tokens: int, seed: int, stop: Optional[RepetitionStop], kwargs: dict,
+                t: float) -> dict[str, Any]:
+        """The cut-off reply continued to ``max_tokens``: greedy decoding from the same tokens gives
+        what decoding it again from the start would (the KV state of the prompt and of the reply so
+        far is reused; only the new tokens are decoded)."""
+        key, prompt_ids, done = self._cut
+        if stop is not None:
+            stop.start = len(prompt_ids)  # loops are judged on the whole reply
+        r = llm.create_completion(prompt=prompt_ids + done, max_tokens=max_tokens - len(done), temperature=0.0,
+                                  seed=seed, **kwargs)
+        self.resumed += 1
+        head = llm.detokenize(done).decode("utf-8")
+        out = {"text": head + r["choices"][0]["text"], "prompt_tokens": len(prompt_ids),
+               "completion_tokens": len(done) + r["usage"]["completion_tokens"],
+               "finish_reason": "repetition" if stop is not None and stop.hit else r["choices"][0].get("finish_reason")}
+        self._keep_cut(llm, key, prompt_ids, out)
+        record(self.usage, len(prompt_ids), out["completion_tokens"] - len(done), time.perf_counter() - t,
+               reused=len(prompt_ids))
         return out
 
     @cached("chat")
