@@ -13,9 +13,11 @@ Deterministic by default (temperature 0, fixed seed). JSON-schema output is enfo
 grammar; with greedy decoding the reply is first decoded without it and kept when the grammar
 would have produced it too (:mod:`medr2.llm.unconstrained`; ``grammar = "always"`` turns that
 off). A greedy reply decoded without the grammar is ended once it loops
-(:mod:`medr2.llm.repetition`; ``stop_loops = False`` turns that off). Continuation log-probabilities come from the logits of one evaluation. The KV state of
-each prompt's fixed opening is kept on disk (:mod:`medr2.llm.prefix_store`), so a new process
-does not prefill the instructions and demonstrations again.
+(:mod:`medr2.llm.repetition`; ``stop_loops = False`` turns that off); one cut off at its token
+limit and asked again with more room is continued from its KV state, not decoded again.
+Continuation log-probabilities come from the logits of one evaluation. The KV state of each
+prompt's fixed opening is kept on disk (:mod:`medr2.llm.prefix_store`), so a new process does
+not prefill the instructions and demonstrations again.
 
 Example::
 
