@@ -203,6 +203,11 @@ class Recommender:
         return ra
 
 
+# Answer.method of an answer that is the quoted list of recommendations: without a generator, and
+# when the generator's answer only pointed at them (quote_instead)
+EXTRACTIVE, QUOTED = "extractive-recommendations", "llm+quoted-recommendations"
+
+
 def grade_label(r: Recommendation) -> str:
     if r.grade:
         return f"{r.grade}; {r.strength}" if r.strength and r.strength.lower() not in r.grade.lower() else r.grade
@@ -224,7 +229,7 @@ def as_answer(ra: RecommendationAnswer, n_passages: int) -> Answer:
                 if ra.searched else f"{n_passages} passage(s) were read")
         return Answer("Insufficient evidence: the passages found do not contain a guideline recommendation that "
                       f"applies to this question ({what}).",
-                      "", [], [], True, "extractive-recommendations",
+                      "", [], [], True, EXTRACTIVE,
                       ["no LLM: recommendation answer (medr2.apply.recommend); abstained"], uncovered=list(ra.parts))
     # the grade leads, so it reads as part of the quote's first sentence, not as a claim of its own
     lines = [f"- [{quoted_label(r)}] {r.statement} [{r.n}]" for r in ra.recommendations]
@@ -232,7 +237,7 @@ def as_answer(ra: RecommendationAnswer, n_passages: int) -> Answer:
         lines.append("These recommendations do not cover: " + " / ".join(f'"{p}"' for p in ra.uncovered) + ".")
     cited = list(dict.fromkeys(r.n for r in ra.recommendations))
     ids = list(dict.fromkeys(r.passage_id for r in ra.recommendations))
-    return Answer("\n".join(lines), "", ids, cited, False, "extractive-recommendations",
+    return Answer("\n".join(lines), "", ids, cited, False, EXTRACTIVE,
                   [f"no LLM: {len(ra.recommendations)} applicable recommendation(s) of {ra.searched} read, quoted "
                    "with their grades (medr2.apply.recommend)"],
                   recommendations=list(ra.recommendations), uncovered=list(ra.uncovered))
@@ -270,7 +275,7 @@ def quote_instead(ans: Answer, ra: RecommendationAnswer, n_passages: int) -> Ans
     note = (f'the generator\'s answer ("{ans.answer[:120]}") named the recommendations without stating them: '
             "they are quoted instead")
     return Answer(quoted.answer, ans.rationale, quoted.citations, quoted.cited, quoted.insufficient,
-                  "llm+quoted-recommendations", [note, *ans.notes], list(ra.recommendations), list(ra.uncovered))
+                  QUOTED, [note, *ans.notes], list(ra.recommendations), list(ra.uncovered))
 
 
 def prompt_block(ra: RecommendationAnswer) -> str:

@@ -235,11 +235,12 @@ def structured(llm: LLM, messages: list[dict[str, str]], schema: dict[str, Any],
             return value
         except (json.JSONDecodeError, jsonschema.ValidationError) as e:
             last_error = str(e).split("\n")[0]
-            if out.get("finish_reason") == "repetition" or (cut_off(out, budget) and looping(out["text"])):
+            cut = cut_off(out, budget)
+            if out.get("finish_reason") == "repetition" or (cut and looping(out["text"])):
                 # a greedy model that loops loops again, with more room or after a repair turn
                 last_error = f"the reply looped after {int(out.get('completion_tokens') or 0)} tokens ({last_error})"
                 break
-            if cut_off(out, budget):
+            if cut:
                 last_error = f"the reply was cut off at {int(out.get('completion_tokens') or budget)} tokens " \
                              f"({last_error})"
                 more = 2 * max_tokens

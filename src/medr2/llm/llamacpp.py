@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import json
 import importlib
 import importlib.util
+import json
 import os
 import time
 from pathlib import Path
@@ -178,7 +178,8 @@ class LlamaCppLLM:
         self.grammar = grammar
         self.grammar_fallbacks = 0  # replies decoded again under the grammar
         self.stop_loops = stop_loops
-        self._cut: Optional[tuple[str, list[int], list[int]]] = None  # the last cut-off free reply (_keep_cut)
+        # the last cut-off free reply: request key, prompt ids, reply ids evaluated, their text (_keep_cut)
+        self._cut: Optional[tuple[str, list[int], list[int], str]] = None
         self.resumed = 0  # cut-off replies continued rather than decoded again
         self.store = self._prefix_store(prefix_store_mb)
         self._formatter = None
@@ -298,10 +299,6 @@ class LlamaCppLLM:
         """One chat completion on ``llm``, its usage recorded (prompt tokens already evaluated in a
         kept state, live, in the RAM cache or loaded from disk, count as reused)."""
         t = time.perf_counter()
-        known = self._known_states(llm)
-        loaded = self._load_opening(llm, messages, known)
-        if loaded:
-            known.append(loaded)
         kwargs: dict[str, Any] = {}
         stop = None
         key = json.dumps(messages, sort_keys=True) if schema is None and temperature == 0 else None
@@ -312,7 +309,11 @@ class LlamaCppLLM:
             stop = RepetitionStop(lambda ids: llm.detokenize(ids).decode("utf-8", "ignore"), llm.token_eos())
             kwargs["logits_processor"] = self._llama_cpp.LogitsProcessorList([stop])
         if key is not None and self._cut is not None and self._cut[0] == key and max_tokens > len(self._cut[2]):
-            return self._resume(llm, max_tokens, seed, stop, kwargs, t)
+            return self._resume(llm, max_tokens, seed, stop, kwargs, t)  # its tokens are live: no opening to load
+        known = self._known_states(llm)
+        loaded = self._load_opening(llm, messages, known)
+        if loaded:
+            known.append(loaded)
         try:
             r = llm.create_chat_completion(messages=messages, max_tokens=max_tokens, temperature=temperature,
                                            seed=seed, **kwargs)
@@ -342,24 +343,23 @@ class LlamaCppLLM:
             return
         done = llm._input_ids[len(prompt_ids): llm.n_tokens].tolist()
         try:
-            llm.detokenize(done).decode("utf-8")  # a character split between two tokens: start again instead
+            head = llm.detokenize(done).decode("utf-8")  # a character split between two tokens: start again
         except UnicodeDecodeError:
             return
         if done:
-            self._cut = (key, prompt_ids, done)
+            self._cut = (key, prompt_ids, done, head)
 
     def _resume(self, llm, max_tokens: int, seed: int, stop: Optional[RepetitionStop], kwargs: dict,
                 t: float) -> dict[str, Any]:
         """The cut-off reply continued to ``max_tokens``: greedy decoding from the same tokens gives
         what decoding it again from the start would (the KV state of the prompt and of the reply so
         far is reused; only the new tokens are decoded)."""
-        key, prompt_ids, done = self._cut
+        key, prompt_ids, done, head = self._cut
         if stop is not None:
             stop.start = len(prompt_ids)  # loops are judged on the whole reply
         r = llm.create_completion(prompt=prompt_ids + done, max_tokens=max_tokens - len(done), temperature=0.0,
                                   seed=seed, **kwargs)
         self.resumed += 1
-        head = llm.detokenize(done).decode("utf-8")
         out = {"text": head + r["choices"][0]["text"], "prompt_tokens": len(prompt_ids),
                "completion_tokens": len(done) + r["usage"]["completion_tokens"],
                "finish_reason": "repetition" if stop is not None and stop.hit else r["choices"][0].get("finish_reason")}

@@ -82,7 +82,7 @@ class OpenAICompatLLM:
         self.cache = cache
         self.usage = Usage()
         self._slots = threading.BoundedSemaphore(max(1, concurrency))
-        self._schema_mode = "json_schema"  # downgraded to "prompt" when the server refuses it
+        self._schema_mode = "json_schema"  # the next of SCHEMA_MODES when the server refuses it
         self._tokenize_ok: Optional[bool] = None
         self._echo_checked = False  # the echoed log-probabilities passed the probe (continuation_logprobs)
         self.name = f"http:{self.base_url}#{model or 'default'}"

@@ -57,9 +57,8 @@ def search(body: SearchBody, st: State) -> dict[str, Any]:
 
 @router.get("/passages/{passage_id}")
 def passage(passage_id: str, st: State) -> dict[str, Any]:
-    from medr2.kg.build import open_existing_kg
-
     from medr2.api import Medr2
+    from medr2.kg.build import open_existing_kg
 
     with st.holder.use() as e:
         out = Medr2.over(e).passage(passage_id)
