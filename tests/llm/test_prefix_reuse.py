@@ -192,3 +192,26 @@ def test_a_cut_off_reply_asked_again_with_more_room_is_continued_not_decoded_aga
     # another request is decoded from its own start
     other = lm.chat(msgs("What does metformin treat?"), max_tokens=12)
     assert lm.resumed == 1 and other == fresh.chat(msgs("What does metformin treat?"), max_tokens=12)
+
+
+def test_a_scored_prompt_is_not_evaluated_again_for_another_continuation():
+    # the usefulness scorer's pattern: each passage's prompt scored with one reference, then (next
+    # round) with another; the log-probabilities are the same as with every prompt evaluated anew
+    prompts = [f"Document: {d}\n\nQuestion: What lowers blood glucose?\nAnswer:" for d in
+               ("Metformin lowers hepatic glucose output.", "Insulin moves glucose into cells.",
+                "Aspirin inhibits platelet aggregation.")]
+    refs = [" Metformin.", " Insulin and metformin lower it."]
+
+    def scores(lm):
+        usage = Usage()
+        with track(usage), stage("usefulness"):
+            out = [lm.continuation_logprobs(p, r) for r in refs for p in prompts]
+        return out, usage.by_stage["usefulness"]["prompt_tokens"]
+
+    plain, plain_tokens = scores(LlamaCppLLM("bundled:smollm2-135m", n_ctx=1024, prefix_cache_mb=0, prefix_store_mb=0))
+    lm = LlamaCppLLM("bundled:smollm2-135m", n_ctx=1024, prefix_cache_mb=64, prefix_store_mb=0)
+    kept, kept_tokens = scores(lm)
+    assert kept == plain  # bit for bit: the same KV, the continuation evaluated in the same batch
+    assert lm._states.hits == len(prompts)  # the second reference found every prompt's state
+    # the second pass evaluated only the last prompt token and the reference
+    assert kept_tokens < plain_tokens - len(prompts) * 10

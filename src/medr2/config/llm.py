@@ -46,8 +46,9 @@ class LLMConfig(Section):
     # (the answer prompt's opening, about 450 tokens, is 6.5 s of prefill on 2 cores). 0: none.
     prefix_store_mb: int = Field(512, ge=0)
     # llama.cpp, JSON replies: "fallback" decodes greedily without the grammar first and keeps the
-    # reply when the grammar would have produced it (grammar sampling costs ~27 ms a token, a
-    # third of a decode step, bench/README.md CPU speed); "always" decodes under the grammar.
+    # reply when the grammar would have produced it (a free reply can be ended when it loops and
+    # continued when cut off); "always" decodes under the grammar (grammar-first: ~3 ms a token
+    # over a free decode step, bench/README.md CPU speed).
     grammar: Literal["fallback", "always"] = "fallback"
     # llama.cpp, greedy replies decoded without a grammar: end a reply once its tail repeats what
     # it already wrote twice (medr2.llm.repetition; constants chosen on the demo's and dev runs'

@@ -29,7 +29,6 @@ Example::
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import importlib
 import importlib.util
@@ -43,6 +42,8 @@ import numpy as np
 
 from medr2.llm.base import ContextWindowError, LLMError, Usage, record
 from medr2.llm.cache import LLMCache, cached
+from medr2.llm.grammar_first import GrammarFirst
+from medr2.llm.kv_state import KVStates, load_state, save_state
 from medr2.llm.prefix_store import PrefixStore
 from medr2.llm.repetition import RepetitionStop
 from medr2.llm.unconstrained import grammar_would_emit, grammar_would_start, shows_json
@@ -152,7 +153,9 @@ class LlamaCppLLM:
     own fixed opening (instructions, demonstrations) already evaluated. With ``prefix_store_mb`` > 0
     the state of each opening (every message before the last, and the last one's role header) is
     also written to ``$MEDR2_HOME/kv`` and loaded by later processes. ``reused_tokens`` in the
-    usage counts what was not prefilled again.
+    usage counts what was not prefilled again. Scored continuations keep the state of their prompt
+    in RAM too (within ``prefix_cache_mb``): a prompt scored again with another continuation
+    evaluates only the continuation.
 
     ``grammar``: ``"fallback"`` (a greedy reply to a prompt that demonstrates the JSON is decoded
     without the grammar first and kept when the grammar would have produced it) or ``"always"``."""
@@ -189,6 +192,8 @@ class LlamaCppLLM:
         self.temperature = 0.0
         self._gen = None
         self._scorer = None
+        # the scorer's states of scored prompts (all but their last token), kept in RAM
+        self._states = KVStates(prefix_cache_mb << 20) if prefix_cache_mb > 0 else None
         # the vocabulary-only context has no training length, and llama.cpp warns about that on stderr
         from llama_cpp._utils import suppress_stdout_stderr
 
@@ -275,23 +280,13 @@ class LlamaCppLLM:
         ids = self.opening(messages)
         if len(ids) < MIN_OPENING or max((shared_prefix(k, ids) for k in known), default=0) >= len(ids):
             return []
-        ctx = llm._ctx.ctx
         data = self.store.get(ids)
-        if data is not None:
-            llm._ctx.kv_cache_clear()
-            buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
-            if self._llama_cpp.llama_state_seq_set_data(ctx, buf, len(data), 0) == len(data):
-                llm.input_ids[: len(ids)] = ids
-                llm.n_tokens = len(ids)
-                return ids
-            llm._ctx.kv_cache_clear()  # a state this build cannot read: prefill as if it were missing
-            llm.n_tokens = 0
+        if data is not None and load_state(llm, ids, data):
+            return ids
+        # missing, or a state this build cannot read: prefill and store it
         llm.n_tokens = shared_prefix(llm.input_ids[: llm.n_tokens], ids)
         llm.eval(ids[llm.n_tokens:])
-        size = self._llama_cpp.llama_state_seq_get_size(ctx, 0)
-        buf = (ctypes.c_uint8 * size)()
-        n = self._llama_cpp.llama_state_seq_get_data(ctx, buf, size, 0)
-        self.store.put(ids, ctypes.string_at(buf, n))
+        self.store.put(ids, save_state(llm))
         return []
 
     def _complete(self, llm, messages, max_tokens: int, temperature: float, seed: int,
@@ -300,9 +295,12 @@ class LlamaCppLLM:
         kept state, live, in the RAM cache or loaded from disk, count as reused)."""
         t = time.perf_counter()
         kwargs: dict[str, Any] = {}
-        stop = None
+        stop = first = None
         key = json.dumps(messages, sort_keys=True) if schema is None and temperature == 0 else None
-        if schema is not None:
+        if schema is not None and temperature == 0:
+            first = GrammarFirst(llm, grammar_schema(schema))  # the same tokens as response_format, faster
+            kwargs["logits_processor"] = self._llama_cpp.LogitsProcessorList([first])
+        elif schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": grammar_schema(schema)}
         elif self.stop_loops and temperature == 0:
             # a grammar would refuse the forced end token inside a string: free decoding only
@@ -320,6 +318,11 @@ class LlamaCppLLM:
         except ValueError as e:  # e.g. the prompt exceeds the context window
             err = ContextWindowError if "context window" in str(e) else LLMError
             raise err(f"{self.name}: {e}; raise llm.n_ctx or give less context") from None
+        finally:
+            if first is not None:
+                first.close()
+        if first is not None and first.failed:
+            raise LLMError(f"{self.name}: the JSON grammar allowed no token; the schema cannot be completed")
         # finish_reason "length": cut off at max_tokens or where the window ended (llama.cpp
         # lowers max_tokens to the room the prompt leaves)
         out = {"text": r["choices"][0]["message"]["content"] or "",
@@ -399,6 +402,10 @@ class LlamaCppLLM:
         keep = shared_prefix(llm.input_ids[: llm.n_tokens], ids)
         if keep > need and not self._has_logits[need:keep].all():
             keep = need  # those positions were evaluated without logits: evaluate them again
+        kept = self._states.get(ids[:need]) if keep < need and self._states is not None else None
+        if kept is not None:  # this prompt was scored before (e.g. the same passage, a new reference)
+            keep = need if load_state(llm, ids[:need], kept) else 0
+            self._has_logits[:keep] = False
         llm.n_tokens = keep  # eval() drops the cache past this point; the logits before it stay valid
         split = max(keep, need)
         if split > keep:  # the prompt before `need`: no logits (saves the vocabulary projection)
@@ -408,6 +415,8 @@ class LlamaCppLLM:
             finally:
                 llm._logits_all = True
             self._has_logits[keep:split] = False
+            if self._states is not None:
+                self._states.put(ids[:split], save_state(llm))
         if split < len(ids):
             llm.eval(ids[split:])
             self._has_logits[split:len(ids)] = True
