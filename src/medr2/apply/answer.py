@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
 from medr2.llm.base import LLM, LLMError, LLMOutputError, structured
+from medr2.llm.salvage import salvage_looped
 
 _MARK = re.compile(r"\[(\d+)\]")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -95,6 +96,9 @@ def answer_schema(n: int, options: dict[str, str], cot: bool, with_evidence: boo
     return {"type": "object", "additionalProperties": False, "required": list(props), "properties": props}
 
 
+SALVAGED = ("the chain of thought started repeating itself: it is kept up to the first repeated sentence and "
+            "the answer was continued from there")
+
 # Answer.method of an answer the generator could not give: the call could not be made, or the
 # model never answered in the form asked
 FAILED = ("error", "invalid_output")
@@ -146,6 +150,11 @@ class CitedAnswerer:
         except LLMOutputError as e:  # a call that could not be made at all is not repaired by another
             if not self.cot:
                 raise
+            kept = salvage_looped(self.llm, msgs, schema, e, max_tokens=self.max_tokens)
+            if kept is not None:
+                ans = finish(kept, evidence, options)
+                ans.notes.insert(0, SALVAGED)
+                return ans
             # bounded repair: a rationale that overran max_tokens leaves invalid JSON; answer without it
             out = structured(self.llm, answer_messages(question, options, items, False, self.few_shot, graph,
                                                        recommendations),
@@ -215,12 +224,16 @@ def direct_answer(llm: Optional[LLM], question: str, options: dict[str, str], co
     if llm is None:
         raise LLMError("the direct pipeline needs an LLM; none is configured")
     notes = ["no retrieval: answer from the model's own knowledge, uncited"]
+    msgs, schema = direct_messages(question, options, cot), answer_schema(0, options, cot, with_evidence=False)
     try:
-        out = structured(llm, direct_messages(question, options, cot),
-                         answer_schema(0, options, cot, with_evidence=False), max_tokens=max_tokens)
+        out = structured(llm, msgs, schema, max_tokens=max_tokens)
     except LLMOutputError as e:
         if not cot:
             raise
+        kept = salvage_looped(llm, msgs, schema, e, max_tokens=max_tokens)
+        if kept is not None:
+            return Answer(str(kept["answer"]).strip(), kept.get("rationale", ""), [], [], False, "llm",
+                          [SALVAGED, *notes])
         # as CitedAnswerer: a rationale that overran max_tokens leaves invalid JSON; answer without it
         out = structured(llm, direct_messages(question, options, False),
                          answer_schema(0, options, False, with_evidence=False), max_tokens=max_tokens, retries=0)

@@ -29,7 +29,13 @@ class ContextWindowError(LLMError):
 
 class LLMOutputError(LLMError):
     """The model answered, but never in the form asked for (e.g. no valid JSON after the repair
-    attempts): a property of the model and prompt, so asking again the same way gives the same."""
+    attempts): a property of the model and prompt, so asking again the same way gives the same.
+    ``reply`` is the last reply; ``looped`` says that it was ended as a runaway loop."""
+
+    def __init__(self, message: str, reply: str = "", looped: bool = False):
+        super().__init__(message)
+        self.reply = reply
+        self.looped = looped
 
 
 @dataclass
@@ -217,7 +223,8 @@ def structured(llm: LLM, messages: list[dict[str, str]], schema: dict[str, Any],
     msgs = list(messages)
     budget = max_tokens
     tries = 0
-    repairing = False
+    repairing = looped = False
+    reply = ""
     while tries <= retries:
         tries += 1
         try:
@@ -228,6 +235,7 @@ def structured(llm: LLM, messages: list[dict[str, str]], schema: dict[str, Any],
                 raise
             last_error += f"; the repair turn does not fit the context window ({e})"
             break
+        reply = out["text"]
         try:
             # strict=False: a raw newline or tab inside a string (small models write them) is read as such
             value = json.loads(extract_json(out["text"]), strict=False)
@@ -239,6 +247,7 @@ def structured(llm: LLM, messages: list[dict[str, str]], schema: dict[str, Any],
             if out.get("finish_reason") == "repetition" or (cut and looping(out["text"])):
                 # a greedy model that loops loops again, with more room or after a repair turn
                 last_error = f"the reply looped after {int(out.get('completion_tokens') or 0)} tokens ({last_error})"
+                looped = True
                 break
             if cut:
                 last_error = f"the reply was cut off at {int(out.get('completion_tokens') or budget)} tokens " \
@@ -255,7 +264,8 @@ def structured(llm: LLM, messages: list[dict[str, str]], schema: dict[str, Any],
                                {"role": "user", "content": f"That was not valid ({last_error}). Reply with JSON "
                                                            "that matches the schema only."}]
             repairing = True
-    raise LLMOutputError(f"{llm.name} gave no valid JSON for the schema after {tries} tries: {last_error}")
+    raise LLMOutputError(f"{llm.name} gave no valid JSON for the schema after {tries} tries: {last_error}",
+                         reply, looped)
 
 
 def cut_off(out: dict[str, Any], budget: int) -> bool:

@@ -271,6 +271,15 @@ class LlamaCppLLM:
         blank = ids(messages[:-1] + [{**messages[-1], "content": ""}])
         return full[: shared_prefix(blank, full)]
 
+    def prompt_ids(self, messages: list[dict[str, str]]) -> list[int]:
+        """Token ids of the whole chat prompt, up to the assistant's header (empty when the
+        model's chat format is not its own template)."""
+        self.opening(messages)  # builds the formatter
+        if not self._formatter or not messages:
+            return []
+        r = self._formatter(messages=messages)
+        return self._vocab.tokenize(r.prompt.encode("utf-8"), add_bos=not r.added_special, special=True)
+
     def _load_opening(self, llm, messages: list[dict[str, str]], known: list) -> list[int]:
         """Make the prompt's opening live in ``llm`` when no kept state covers it: load it from
         the disk store, or evaluate it and store it. Returns the ids loaded from disk (not
@@ -386,6 +395,39 @@ class LlamaCppLLM:
                 return out  # the grammar would have written the same tokens up to the limit
             self.grammar_fallbacks += 1
         return self._complete(llm, messages, max_tokens, temperature, seed, json_schema)
+
+    @cached("continue_reply")
+    def continue_reply(self, messages: list[dict[str, str]], head: str, max_tokens: int = 512,
+                       seed: int = 0) -> dict[str, Any]:
+        """The assistant's reply to ``messages`` continued, greedily and without a grammar, from the
+        text ``head`` (the reply's start, written or chosen by the caller); ``text`` is ``head``
+        plus the continuation. The prompt and whatever part of ``head`` the context already holds
+        (a reply just decoded from the same prompt) are not evaluated again."""
+        llm = self.generator
+        prompt = self.prompt_ids(messages)
+        if not prompt:
+            raise LLMError(f"{self.name}: continuing a reply needs the model's own chat template")
+        t = time.perf_counter()
+        reused = shared_prefix(llm.input_ids[: llm.n_tokens], prompt)
+        kwargs: dict[str, Any] = {}
+        stop = None
+        if self.stop_loops:
+            stop = RepetitionStop(lambda ids: llm.detokenize(ids).decode("utf-8", "ignore"), llm.token_eos())
+            stop.start = len(prompt)  # loops are judged on the whole reply, head included
+            kwargs["logits_processor"] = self._llama_cpp.LogitsProcessorList([stop])
+        try:
+            r = llm.create_completion(prompt=prompt + self.tokenize(head), max_tokens=max_tokens, temperature=0.0,
+                                      seed=seed, **kwargs)
+        except ValueError as e:
+            err = ContextWindowError if "context window" in str(e) else LLMError
+            raise err(f"{self.name}: {e}; raise llm.n_ctx or give less context") from None
+        self._cut = None
+        out = {"text": head + r["choices"][0]["text"], "prompt_tokens": len(prompt),
+               "completion_tokens": r["usage"]["completion_tokens"],
+               "finish_reason": "repetition" if stop is not None and stop.hit else r["choices"][0].get("finish_reason")}
+        record(self.usage, len(prompt), out["completion_tokens"], time.perf_counter() - t,
+               reused=min(reused, max(len(prompt) - 1, 0)))
+        return out
 
     @cached("continuation_logprobs")
     def continuation_logprobs(self, prompt: str, continuation: str) -> list[float]:

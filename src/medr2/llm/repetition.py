@@ -59,6 +59,34 @@ def looping(text: str, share: float = SHARE) -> bool:
     return loop_share(text) >= share
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+MIN_SENTENCE = 20  # characters: a shorter "sentence" ("[1].", "Yes.") may repeat without a loop
+
+
+def loop_start(text: str) -> int | None:
+    """Where a looping reply starts repeating itself: the offset of its first sentence (of at
+    least ``MIN_SENTENCE`` characters) that repeats an earlier one word for word (case and
+    whitespace folded), None when no sentence repeats (a loop inside one long sentence or list).
+
+    >>> t = "Metformin causes acidosis [1]. Insulin treats it [2]. Metformin causes acidosis [1]. Insulin"
+    >>> t[:loop_start(t)]
+    'Metformin causes acidosis [1]. Insulin treats it [2]. '
+    >>> loop_start("Metformin lowers glucose [1]. It is first line [2].") is None
+    True
+    """
+    seen: set[str] = set()
+    pos = 0
+    for part in _SENTENCE_END.split(text):
+        at = text.find(part, pos)
+        key = _SPACE.sub(" ", part.lower()).strip()
+        if len(key) >= MIN_SENTENCE:
+            if key in seen:
+                return at
+            seen.add(key)
+        pos = at + len(part)
+    return None
+
+
 class RepetitionStop:
     """A llama-cpp-python logits processor that ends a greedy reply once it loops: every
     ``every`` tokens it detokenizes the reply so far and, when :func:`looping` holds, leaves only
