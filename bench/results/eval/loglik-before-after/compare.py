@@ -1,11 +1,16 @@
-"""Before/after table of this folder's loglik records (bench/README.md, CPU speed)."""
+"""Before/after table of this folder's loglik records (bench/README.md, CPU speed).
+
+    python compare.py                 # before/ against after/
+    python compare.py after avx512    # after/ (AVX2 build) against avx512/ (the AVX-512 build)
+"""
 import json, glob, statistics, sys, os
 from pathlib import Path
 HERE = str(Path(__file__).resolve().parent) + "/"
+BEFORE, AFTER = (sys.argv[1:3] if len(sys.argv) >= 3 else ("before", "after"))
 rows = []
-for f in sorted(glob.glob(HERE + "after/*/medr2+loglik/*/*.json")):
+for f in sorted(glob.glob(HERE + AFTER + "/*/medr2+loglik/*/*.json")):
     if f.endswith("manifest.json"): continue
-    b = f.replace(HERE + "after/", HERE + "before/")
+    b = f.replace(HERE + AFTER + "/", HERE + BEFORE + "/")
     if not os.path.exists(b): continue
     A = json.load(open(f))[1]; B = json.load(open(b))[1]
     st = lambda x: {k: round(v["llm_seconds"], 1) for k, v in x["usage"]["stages"].items() if v["llm_seconds"] > 0.5}
