@@ -6,9 +6,10 @@
    "torch"); prints p50 / p95 / min wall seconds of each (one untimed run of each first, so the
    page cache is warm for both).
 2. Embeds the first ``--passages`` passages of ``--corpus`` (any folder or file ``medr2 ingest``
-   reads, segmented as ingestion does) with torch fp32, ONNX fp32 and ONNX int8 (the
-   ``bundled:all-MiniLM-L6-v2-int8`` encoder) and prints passages/s, and the int8 vectors'
-   cosine to fp32.
+   reads, segmented as ingestion does) with torch fp32 (the default batch and batch 8, the
+   fastest fp32 setting measured), ONNX fp32, ONNX int8 (the ``bundled:all-MiniLM-L6-v2-int8``
+   encoder) and bf16 passages on torch (``dense.passage_precision = "bf16"``), and prints
+   passages/s and each one's cosine to torch fp32.
 
 Run it on an otherwise idle machine, after ``medr2 build-runtime``::
 
@@ -100,17 +101,24 @@ def throughput(texts: list[str]) -> None:
 
     print(f"\n| encoder | engine | passages/s | passages |\n|---|---|---:|---:|")
     vecs = {}
-    for label, cfg in (("fp32", DenseConfig(runtime="torch")), ("fp32", DenseConfig(runtime="onnx")),
-                       ("int8", DenseConfig(model=INT8))):
+    fp32 = {"passage_precision": "fp32"}
+    for label, engine, cfg in (
+            ("fp32", "torch", DenseConfig(runtime="torch", **fp32)),
+            ("fp32, batch 8 (the fastest fp32 setting)", "torch", DenseConfig(runtime="torch", batch_size=8, **fp32)),
+            ("fp32", "onnx", DenseConfig(runtime="onnx", **fp32)),
+            ("int8", "onnx", DenseConfig(model=INT8)),
+            ("bf16 passages (dense.passage_precision)", "torch", DenseConfig(passage_precision="bf16", bf16_min_passages=1))):
         enc = load_encoder(cfg)
         enc.encode_passages(texts[:8])  # warm-up
         t = time.perf_counter()
-        vecs[(label, enc.runtime)] = enc.encode_passages(texts)
+        vecs[(label, engine)] = enc.encode_passages(texts)
         secs = time.perf_counter() - t
-        print(f"| all-MiniLM-L6-v2 {label} | {enc.runtime} | {len(texts) / secs:.1f} | {len(texts)} |")
-    ref, onnx32, int8 = vecs[("fp32", "torch")], vecs[("fp32", "onnx")], vecs[("int8", "onnx")]
-    print(f"\ncosine to torch fp32: ONNX fp32 min {float(np.min((ref * onnx32).sum(1))):.6f}, "
-          f"ONNX int8 min {float(np.min((ref * int8).sum(1))):.4f} / mean {float(np.mean((ref * int8).sum(1))):.4f}")
+        print(f"| all-MiniLM-L6-v2 {label} | {engine} | {len(texts) / secs:.1f} | {len(texts)} |", flush=True)
+    ref = vecs[("fp32", "torch")]
+    for key, v in vecs.items():
+        if key != ("fp32", "torch"):
+            cos = (ref * v).sum(1)
+            print(f"cosine to torch fp32, {key[0]} on {key[1]}: min {float(cos.min()):.6f}, mean {float(cos.mean()):.6f}")
 
 
 def main() -> int:
@@ -118,7 +126,7 @@ def main() -> int:
     ap.add_argument("--index", required=True, help="An index to search (e.g. .demo/index).")
     ap.add_argument("--corpus", required=True, type=Path, help="A folder or file of documents to embed.")
     ap.add_argument("--query", default="when should metformin be stopped in chronic kidney disease")
-    ap.add_argument("--runs", type=int, default=10, help="Cold processes per engine.")
+    ap.add_argument("--runs", type=int, default=10, help="Cold processes per engine (0: the throughput only).")
     ap.add_argument("--passages", type=int, default=500, help="Passages to embed for the throughput.")
     args = ap.parse_args()
     if not Path(args.index).is_dir():
@@ -130,9 +138,10 @@ def main() -> int:
     try:
         (tmp / "torch.toml").write_text(TORCH_TOML)
         modes = [("auto", []), ("torch", ["--config", str(tmp / "torch.toml")])]
-        print(f"`medr2 search` cold, {args.runs} run(s) each, index {args.index}\n")
-        print("| runtime | engines | p50 s | p95 s | min s |\n|---|---|---:|---:|---:|")
-        for name, extra in modes:
+        if args.runs > 0:
+            print(f"`medr2 search` cold, {args.runs} run(s) each, index {args.index}\n")
+            print("| runtime | engines | p50 s | p95 s | min s |\n|---|---|---:|---:|---:|")
+        for name, extra in modes if args.runs > 0 else []:
             walls = cold_runs(args.query, args.index, extra, args.runs)
             print(f"| {name} | {engines(extra, args.index)} | {percentile(walls, 50):.2f} | "
                   f"{percentile(walls, 95):.2f} | {min(walls):.2f} |", flush=True)

@@ -220,6 +220,9 @@ def main() -> int:
     ap.add_argument("--dense-model", default="",
                     help="dense encoder of the index (e.g. bundled:all-MiniLM-L6-v2-int8); its own work folder "
                          "bench/out/SCALE-MODEL; default: the configured one")
+    ap.add_argument("--passage-precision", default="", choices=["", "auto", "fp32", "bf16"],
+                    help="dense.passage_precision of the index (bf16 passage batches on torch); its own work "
+                         "folder bench/out/SCALE-passages-PRECISION; default: the configured one")
     args = ap.parse_args()
     if not DATA.exists():
         print(f"needs ../shared/data (looked at {DATA})", file=sys.stderr)
@@ -228,6 +231,8 @@ def main() -> int:
     work = OUT / args.scale
     if args.dense_model:
         work = OUT / f"{args.scale}-{args.dense_model.split(':')[-1].lower()}"
+    if args.passage_precision:
+        work = work.parent / f"{work.name}-passages-{args.passage_precision}"
     corpus = work / "corpus"
     if corpus.exists():
         shutil.rmtree(corpus)
@@ -236,6 +241,8 @@ def main() -> int:
     cfg.sparse.splade_model = args.splade
     if args.dense_model:
         cfg.dense.model = args.dense_model
+    if args.passage_precision:
+        cfg.dense.passage_precision = args.passage_precision
     cfg.fusion.dense_k = cfg.fusion.sparse_k = 100
 
     cost = not args.reuse_index

@@ -61,8 +61,9 @@ def tiny_index(path, cfg=None) -> None:
 
 
 def test_fp32_export_gives_the_torch_vectors(built):
-    torch_enc = load_encoder(DenseConfig(runtime="torch"))
-    onnx_enc = load_encoder(DenseConfig(runtime="onnx"))
+    # the engines themselves (bf16 passage batches are tested in test_bf16_passages.py)
+    torch_enc = load_encoder(DenseConfig(runtime="torch", passage_precision="fp32"))
+    onnx_enc = load_encoder(DenseConfig(runtime="onnx", passage_precision="fp32"))
     assert isinstance(torch_enc, DenseEncoder) and isinstance(onnx_enc, OnnxDenseEncoder)
     assert onnx_enc.runtime == "onnx" and not onnx_enc.quantized and onnx_enc.dim == torch_enc.dim == 384
     assert onnx_enc.name == torch_enc.name

@@ -31,6 +31,14 @@ class DenseConfig(Section):
     # Texts per encoder call. 16 on 2 cores (bench/cold_start.py, 600 benchmark passages sorted by
     # length): int8 ONNX 52/s at 16 against 38/s at 64, torch fp32 27/s against 17/s.
     batch_size: int = 16
+    # Precision of passage embeddings at ingestion: "bf16" runs the model on torch under bfloat16
+    # autocast (AMX tiles where the CPU has them); "auto" does so for the bundled all-MiniLM-L6-v2
+    # when /proc/cpuinfo lists amx_bf16 and a call embeds at least bf16_min_passages texts;
+    # "fp32" never. The bf16 vectors are the fp32 model's to a cosine of 0.99997 or more, so an
+    # index keeps the same encoder name and fp32 queries (bench/README.md, CPU speed: 2.3-2.6x
+    # the fp32 rate on 2 cores).
+    passage_precision: Literal["auto", "fp32", "bf16"] = "auto"
+    bf16_min_passages: int = 256
     device: str = "cpu"
     # Exact (flat inner product) below this many vectors, HNSW at or above it.
     hnsw_threshold: int = 200_000

@@ -210,6 +210,18 @@ def thread_budget() -> int:
         return os.cpu_count() or 1
 
 
+def cpu_flags() -> frozenset[str]:
+    """The instruction-set flags of this machine's CPU (``/proc/cpuinfo``; empty elsewhere)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
 def session(path: Path, threads: int):
     """An ONNX Runtime CPU session on ``path`` with ``threads`` intra-op threads."""
     import onnxruntime as ort
