@@ -179,3 +179,49 @@ def test_one_terminology_layer_for_the_reformulator_and_the_graph(tmp_path):
         build_table([], [str(bad)])
     with pytest.raises(ValueError, match=r"synonym\|synonym\[<TAB>Type\]"):
         load_library([], [str(bad)], cache_dir=tmp_path / "kg")
+
+
+class CopyingModel:
+    """Plumbing fake of a small model that copies a long vignette into its reformulated query: the
+    grammar-decoded JSON is cut off at the cap until the cap reaches ``need`` tokens."""
+
+    name = "copying"
+    bundled = "bundled:qwen2.5-1.5b"  # classified offline, as with the bundled generator
+    temperature = 0.0
+    seed = 0
+
+    def __init__(self, need):
+        self.need = need
+        self.caps = []
+
+    def chat(self, messages, max_tokens=512, temperature=0.0, seed=0, json_schema=None):
+        self.caps.append(max_tokens)
+        if max_tokens < self.need:
+            return {"text": '{"query": "A 45-year-old man presents with fever, cough and', "prompt_tokens": 50,
+                    "completion_tokens": max_tokens, "finish_reason": "length"}
+        return {"text": '{"query": "pneumonia treatment", "keywords": ["amoxicillin"]}', "prompt_tokens": 50,
+                "completion_tokens": 12}
+
+
+def test_a_cut_off_llm_reformulation_falls_back_to_the_offline_one_unless_asked_to_retry():
+    from medr2.config import Config
+    from medr2.formulate.formulator import Formulator
+
+    question = "A 45-year-old man presents with fever, cough and rales. Which antibiotic is first line?"
+    cfg = Config()
+    cfg.formulate.terminologies = []
+    llm = CopyingModel(need=300)
+    out = Formulator.build(cfg, llm).formulate(question, reformulate=True)
+    assert llm.caps == [cfg.formulate.reformulate_max_tokens]  # one call, not asked again with 2x room
+    assert out.reformulation["method"] == "offline" and out.query.startswith(question)
+    assert any("cut off at 200 tokens" in n and "offline reformulator" in n for n in out.notes)
+
+    cfg.formulate.retry_cut_reformulation = True
+    llm = CopyingModel(need=300)
+    out = Formulator.build(cfg, llm).formulate(question, reformulate=True)
+    assert llm.caps == [200, 400] and out.reformulation["method"] == "llm"
+    assert out.query == "pneumonia treatment amoxicillin" and not out.notes
+
+    llm = CopyingModel(need=100)  # a reply that fits is the LLM's, whatever the setting
+    cfg.formulate.retry_cut_reformulation = False
+    assert Formulator.build(cfg, llm).formulate(question, reformulate=True).reformulation["method"] == "llm"

@@ -171,6 +171,10 @@ def test_a_reply_cut_off_at_the_cap_is_asked_again_with_more_room_not_repaired()
         structured(llm, msgs, schema, max_tokens=200)
     assert llm.calls == [(200, 1), (400, 1)]
     assert structured(Verbose(need=100), msgs, schema, max_tokens=200) == {"query": "fever cough"}
+    llm = Verbose(need=300)  # grow=False: a cut-off reply ends the attempts at once
+    with pytest.raises(LLMOutputError, match="cut off at 200 tokens"):
+        structured(llm, msgs, schema, max_tokens=200, grow=False)
+    assert llm.calls == [(200, 1)]
 
 
 def distinct_words(n: int) -> str:

@@ -35,6 +35,13 @@ class FormulateConfig(Section):
     terminologies: list[str] = Field(default_factory=lambda: ["drugs", "icd10"])
     synonym_files: list[str] = Field(default_factory=list)  # user lists: "term<TAB>synonym|synonym"
     max_synonyms: int = 4
+    # The LLM reformulation's reply limit. A small model given a long vignette copies it into the
+    # query; a reply cut off at the limit is not asked again with twice the room (which cost up to
+    # 50 s a MedQA-US question) unless ``retry_cut_reformulation``: the offline reformulator (the
+    # whole question plus synonyms and cue terms) answers instead, with a note. Chosen on
+    # xmedbench_dev MedQA-USMLE (bench/README.md, CPU speed).
+    reformulate_max_tokens: int = 200
+    retry_cut_reformulation: bool = False
 
 
 def _default_expected_doc_types() -> dict[str, list[str]]:

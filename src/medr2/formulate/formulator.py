@@ -70,7 +70,9 @@ class Formulator:
         bundled = str(getattr(generator, "bundled", "") or "")
         llm_classify = use_llm and not (method == "auto" and bundled.startswith("bundled:qwen"))
         classifier = LLMClassifier(generator, cfg.llm.json_retries) if llm_classify else offline
-        reformulator = LLMReformulator(generator, cfg.llm.json_retries) if use_llm else None
+        f = cfg.formulate
+        reformulator = LLMReformulator(generator, cfg.llm.json_retries, f.reformulate_max_tokens,
+                                       f.retry_cut_reformulation) if use_llm else None
         return cls(classifier, offline, reformulator, cfg)
 
     @property

@@ -102,13 +102,16 @@ class LLMReformulator:
                              "keywords": {"type": "array", "items": {"type": "string", "maxLength": 200},
                                           "maxItems": 12}}}
 
-    def __init__(self, llm: LLM, retries: int = 2):
+    def __init__(self, llm: LLM, retries: int = 2, max_tokens: int = 200, retry_cut: bool = False):
         self.llm = llm
         self.retries = retries
+        self.max_tokens = max_tokens
+        # False: a reply cut off at max_tokens raises LLMOutputError at once (formulate.retry_cut_reformulation)
+        self.retry_cut = retry_cut
 
     def reformulate(self, question: str, category: str, language: str = "") -> Reformulation:
         from medr2.formulate.prompts import reformulate_messages
 
         out = structured(self.llm, reformulate_messages(question, category, CATEGORY_FOCUS.get(category, ""), language),
-                         self.SCHEMA, max_tokens=200, retries=self.retries)
+                         self.SCHEMA, max_tokens=self.max_tokens, retries=self.retries, grow=self.retry_cut)
         return Reformulation(merge_terms(out["query"], out["keywords"]), out["keywords"], {}, self.name)

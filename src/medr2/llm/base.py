@@ -204,7 +204,7 @@ def mean_nll(logprobs: list[float]) -> float:
 
 
 def structured(llm: LLM, messages: list[dict[str, str]], schema: dict[str, Any], max_tokens: int = 512,
-               retries: int = 2) -> dict[str, Any]:
+               retries: int = 2, grow: bool = True) -> dict[str, Any]:
     """Chat with JSON-schema constrained output, validated, with bounded repair attempts.
 
     A reply that is invalid JSON because it was cut off (at ``max_tokens``, or where the context
@@ -216,7 +216,8 @@ def structured(llm: LLM, messages: list[dict[str, str]], schema: dict[str, Any],
     just not validly, so the error is an :class:`LLMOutputError` that callers answer around. A
     reply that loops (the backend ended it for repetition, or it was cut off repeating itself,
     :func:`medr2.llm.repetition.looping`) ends the attempts at once: greedy decoding would loop
-    again."""
+    again. ``grow=False``: a cut-off reply ends the attempts at once (the caller has a cheaper
+    answer to a reply that does not fit, :class:`medr2.formulate.reformulate.LLMReformulator`)."""
     import jsonschema
 
     last_error = ""
@@ -256,7 +257,7 @@ def structured(llm: LLM, messages: list[dict[str, str]], schema: dict[str, Any],
                 room = window_room(llm, out)
                 if room is not None:
                     more = min(more, room)
-                if budget > max_tokens or more <= budget:
+                if not grow or budget > max_tokens or more <= budget:
                     break
                 budget, msgs, repairing = more, list(messages), False
                 continue
