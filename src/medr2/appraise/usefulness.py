@@ -46,9 +46,10 @@ def clip_to_tokens(text: str, budget: int, count: Optional[Callable[[str], int]]
 
 
 class UsefulnessScorer:
-    def __init__(self, proxy: LLM, max_passage_tokens: int = 400):
+    def __init__(self, proxy: LLM, max_passage_tokens: int = 400, question_first: bool = False):
         self.proxy = proxy
         self.max_passage_tokens = max_passage_tokens
+        self.question_first = question_first  # appraise.usefulness_order
         self.name = getattr(proxy, "name", "proxy")
 
     def _clip(self, text: str) -> str:
@@ -58,8 +59,8 @@ class UsefulnessScorer:
     def loss(self, question: str, options: dict[str, str], passage: Optional[str], reference: str) -> float:
         from medr2.appraise.prompts import usefulness_prompt
 
-        return mean_nll(self.proxy.continuation_logprobs(usefulness_prompt(question, options, passage and self._clip(passage)),
-                                                         " " + reference.strip()))
+        prompt = usefulness_prompt(question, options, passage and self._clip(passage), self.question_first)
+        return mean_nll(self.proxy.continuation_logprobs(prompt, " " + reference.strip()))
 
     def score(self, question: str, options: dict[str, str], passages: list[str], reference: str) -> tuple[float, list[float]]:
         """Loss without documents, and f_u of each passage."""

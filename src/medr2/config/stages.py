@@ -141,6 +141,12 @@ class AppraiseConfig(Section):
     # tokens (ours: 400 keeps the prompt, question and reference inside SmolLM2's window and
     # bounds the stage at about (coarse_k + 1) x 450 prompt tokens a round).
     usefulness_passage_tokens: int = Field(400, ge=16)
+    # Where the passage sits in the usefulness prompt. "document_first" (the paper's proxy-LM
+    # conditioning: document, question, answer) repeats the question for every passage;
+    # "question_first" (question, options, document, answer) lets the proxy keep the question's
+    # KV state from one passage to the next. Ours; not yet chosen on dev data, so the default
+    # stays the paper's order (bench/README.md, CPU speed).
+    usefulness_order: Literal["document_first", "question_first"] = "document_first"
     # Conflict filtering: "rules" (polarity-aware, offline), "llm" (pairwise judgement), "off".
     conflicts: Literal["rules", "llm", "off"] = "rules"
     # f_g: the document types each question type expects (read by the fine rerank; was

@@ -403,5 +403,5 @@ class LlamaCppLLM:
         logits = np.asarray(llm.scores[len(head) - 1: len(ids) - 1], dtype=np.float64)
         logz = np.log(np.exp(logits - logits.max(axis=1, keepdims=True)).sum(axis=1)) + logits.max(axis=1)
         lp = logits[np.arange(len(tail)), tail] - logz
-        record(self.usage, len(ids) - keep, 0, time.perf_counter() - t)
+        record(self.usage, len(ids) - keep, 0, time.perf_counter() - t, reused=keep)
         return [float(x) for x in lp]

@@ -148,7 +148,8 @@ class Engine:
         if self._appraiser is None:
             a = self.config.appraise
             typer = doc_typer_for(a, self.index.encoder, self.generator)
-            useful = (UsefulnessScorer(self.scorer, a.usefulness_passage_tokens)
+            useful = (UsefulnessScorer(self.scorer, a.usefulness_passage_tokens,
+                                       a.usefulness_order == "question_first")
                       if (a.usefulness and self.scorer is not None) else None)
             conflicts = {"rules": RuleConflicts(), "off": None}.get(a.conflicts) if a.conflicts != "llm" else (
                 LLMConflicts(self.generator) if self.generator is not None else RuleConflicts())
