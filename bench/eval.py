@@ -209,7 +209,8 @@ def main() -> None:
                     "(e.g. --phase ablations --methods +reformulator)")
     ap.add_argument("--n", type=int, default=100, help="questions per dataset (fixed seeded subset)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--limit", type=int, help="answer at most this many more questions per pair this time")
+    ap.add_argument("--limit", type=int, help="answer the first N questions of each pair's subset (its file "
+                    "order; answered ones are skipped, so a rerun with a larger N continues)")
     ap.add_argument("--answer-mode", default="loglik", choices=["loglik", "loglik-cal", "generate"])
     ap.add_argument("--index", type=Path, default=OUT / "index")
     ap.add_argument("--config", type=Path, default=ROOT / "bench" / "eval.toml")
