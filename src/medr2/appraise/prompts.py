@@ -22,7 +22,7 @@ def usefulness_prompt(question: str, options: dict[str, str], passage: Optional[
     question's passages share their opening (and the proxy its KV state).
 
     >>> usefulness_prompt("Dose?", {}, "Give 5 mg.", question_first=True)
-    'Question: Dose?\n\nDocument: Give 5 mg.\nAnswer:'
+    'Question: Dose?\\n\\nDocument: Give 5 mg.\\nAnswer:'
     """
     opts = ("\n" + options_block(options)) if options else ""
     if question_first:
