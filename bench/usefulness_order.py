@@ -28,28 +28,19 @@ DEV = SHARED / "benchmarks" / "xmedbench_dev" / "en"
 
 
 def spearman(a: list[float], b: list[float]) -> float:
-    """Spearman's rho with average ranks for ties.
+    """Spearman's rho (scipy, average ranks for ties); 0.0 where one side is constant.
 
-    >>> spearman([1, 2, 3], [10, 20, 30]), spearman([1, 2, 3], [3, 2, 1])
-    (1.0, -1.0)
+    >>> spearman([1, 2, 3], [10, 20, 30]), spearman([1, 2, 3], [3, 2, 1]), spearman([0, 0, 0], [1, 2, 3])
+    (1.0, -1.0, 0.0)
     """
-    def ranks(x):
-        order = sorted(range(len(x)), key=lambda i: x[i])
-        r = [0.0] * len(x)
-        i = 0
-        while i < len(x):
-            j = i
-            while j + 1 < len(x) and x[order[j + 1]] == x[order[i]]:
-                j += 1
-            for k in range(i, j + 1):
-                r[order[k]] = (i + j) / 2
-            i = j + 1
-        return r
-    ra, rb = ranks(a), ranks(b)
-    ma, mb = statistics.mean(ra), statistics.mean(rb)
-    num = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
-    den = (sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb)) ** 0.5
-    return num / den if den else 0.0
+    import math
+
+    from scipy.stats import spearmanr
+
+    if len(set(a)) < 2 or len(set(b)) < 2:
+        return 0.0
+    rho = float(spearmanr(a, b).statistic)
+    return 0.0 if math.isnan(rho) else round(rho, 12)
 
 
 def main() -> int:

@@ -50,7 +50,7 @@ class GroupRow:
         return "no difference shown"
 
 
-def _row(group: str, ids: list[str], method: Mapping[str, bool], base: Mapping[str, bool]) -> GroupRow:
+def paired_row(group: str, ids: list[str], method: Mapping[str, bool], base: Mapping[str, bool]) -> GroupRow:
     return GroupRow(group, len(ids), sum(bool(base[i]) for i in ids), sum(bool(method[i]) for i in ids),
                     sum(bool(method[i]) and not base[i] for i in ids), sum(bool(base[i]) and not method[i] for i in ids))
 
@@ -64,10 +64,10 @@ def paired_by_group(method: Mapping[str, bool], base: Mapping[str, bool], group_
     for i in ids:
         if i in group_of:
             groups[group_of[i]].append(i)
-    rows = [_row("all", ids, method, base)]
+    rows = [paired_row("all", ids, method, base)]
     for g, members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         if len(members) >= min_n:
-            rows.append(_row(g, members, method, base))
+            rows.append(paired_row(g, members, method, base))
     return rows
 
 

@@ -148,7 +148,7 @@ def paired_table(marks: dict[tuple[str, str, str], dict[str, bool]], model: str)
     """Each method against direct answering in the same answer mode (else the other mode), on the
     questions both answered (a partial run is compared on its own questions): both accuracies,
     the questions only one got right, and the exact McNemar p-value."""
-    from medr2.eval.scoring import mcnemar_p
+    from medr2.eval.breakdown import paired_row
 
     lines = []
     for (d, m, mo), got in sorted(marks.items()):
@@ -161,11 +161,10 @@ def paired_table(marks: dict[tuple[str, str, str], dict[str, bool]], model: str)
         ids = sorted(set(got) & set(ref))
         if not ids:
             continue
-        b = sum(got[i] and not ref[i] for i in ids)
-        c = sum(ref[i] and not got[i] for i in ids)
-        acc, acc_ref = (100 * sum(x[i] for i in ids) / len(ids) for x in (got, ref))
-        lines.append(f"| {d} | {m} | {base} | {len(ids)} | {acc_ref:.1f} | {acc:.1f} | {acc - acc_ref:+.1f} | {b} / {c} "
-                     f"| {mcnemar_p(b, c):.3f} |")
+        r = paired_row(d, ids, got, ref)
+        acc, acc_ref = 100 * r.method_right / r.n, 100 * r.base_right / r.n
+        lines.append(f"| {d} | {m} | {base} | {r.n} | {acc_ref:.1f} | {acc:.1f} | {acc - acc_ref:+.1f} "
+                     f"| {r.only_method} / {r.only_base} | {r.p:.3f} |")
     if not lines:
         return None
     head = ["| dataset | method | against | paired N | against acc | method acc | Δ | only method / only against right "
