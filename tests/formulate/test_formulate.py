@@ -194,6 +194,9 @@ class CopyingModel:
         self.need = need
         self.caps = []
 
+    def count_tokens(self, text):
+        return len(text.split())
+
     def chat(self, messages, max_tokens=512, temperature=0.0, seed=0, json_schema=None):
         self.caps.append(max_tokens)
         if max_tokens < self.need:
@@ -224,4 +227,26 @@ def test_a_cut_off_llm_reformulation_falls_back_to_the_offline_one_unless_asked_
 
     llm = CopyingModel(need=100)  # a reply that fits is the LLM's, whatever the setting
     cfg.formulate.retry_cut_reformulation = False
+    assert Formulator.build(cfg, llm).formulate(question, reformulate=True).reformulation["method"] == "llm"
+
+
+def test_a_question_over_the_token_limit_is_reformulated_offline_without_an_llm_call():
+    from medr2.config import Config
+    from medr2.formulate.formulator import Formulator
+
+    question = "A 45-year-old man presents with fever, cough and rales. Which antibiotic is first line?"  # 14 words
+    cfg = Config()
+    cfg.formulate.terminologies = []
+    cfg.formulate.llm_reformulation_max_question_tokens = 13
+    llm = CopyingModel(need=100)
+    out = Formulator.build(cfg, llm).formulate(question, reformulate=True)
+    assert llm.caps == [] and out.reformulation["method"] == "offline" and out.query.startswith(question)
+    assert any("14 tokens" in n and "llm_reformulation_max_question_tokens = 13" in n for n in out.notes)
+
+    cfg.formulate.llm_reformulation_max_question_tokens = 14  # at the limit: the LLM reformulates
+    out = Formulator.build(cfg, llm).formulate(question, reformulate=True)
+    assert llm.caps == [200] and out.reformulation["method"] == "llm" and not out.notes
+
+    cfg.formulate.llm_reformulation_max_question_tokens = 0  # off
+    llm = CopyingModel(need=100)
     assert Formulator.build(cfg, llm).formulate(question, reformulate=True).reformulation["method"] == "llm"

@@ -42,6 +42,12 @@ class FormulateConfig(Section):
     # xmedbench_dev MedQA-USMLE (bench/README.md, CPU speed).
     reformulate_max_tokens: int = 200
     retry_cut_reformulation: bool = False
+    # A question longer than this many generator tokens (a case vignette) is reformulated offline,
+    # without an LLM call: the bundled model copies vignettes rather than rewriting them, and the
+    # call was ~12 s of a MedQA-US question's ~32 s. 96 lies above the 90th percentile of
+    # xmedbench_dev's short-question sets (MedMCQA 45, MMLU 71, PubMedQA 25 tokens) and below the
+    # 25th of its MedQA-USMLE (98); checked on its answers (bench/README.md, CPU speed). 0 = off.
+    llm_reformulation_max_question_tokens: int = 96
 
 
 def _default_expected_doc_types() -> dict[str, list[str]]:

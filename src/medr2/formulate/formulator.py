@@ -86,6 +86,19 @@ class Formulator:
             self._offline_reformulator = OfflineReformulator(table, f.max_synonyms)
         return self._offline_reformulator
 
+    def _too_long_for_llm(self, question: str, notes: list[str]) -> bool:
+        """True (with a note) when the question is longer than
+        ``formulate.llm_reformulation_max_question_tokens``: reformulated offline instead."""
+        limit = self.config.formulate.llm_reformulation_max_question_tokens
+        if limit <= 0:
+            return False
+        n = self.reformulator.llm.count_tokens(question)
+        if n <= limit:
+            return False
+        notes.append(f"the question has {n} tokens (over formulate.llm_reformulation_max_question_tokens = "
+                     f"{limit}); used the offline reformulator")
+        return True
+
     def formulate(self, question: str, reformulate: bool, language: str = "") -> Formulation:
         """``language``: the language the reformulation should be written in ('' = the question's)."""
         with stage("classify"):
@@ -99,7 +112,7 @@ class Formulator:
         if reformulate:
             with stage("reformulate"):
                 ref: Optional[Reformulation] = None
-                if self.reformulator is not None:
+                if self.reformulator is not None and not self._too_long_for_llm(question, out.notes):
                     try:
                         ref = self.reformulator.reformulate(question, cls.ebm_category, language)
                     except LLMError as err:
