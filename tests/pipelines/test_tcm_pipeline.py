@@ -147,3 +147,17 @@ def test_kg_cases_with_a_model_writes_missing_reasoning(tmp_path):
     assert got["tcmbench:CVR-1"].reasoning.startswith("头痛面赤")  # its own analysis is kept
     assert got["tcmbench:CVR-2"].reasoning.strip() and methods["tcmbench:CVR-2"] == "tcm-rules+llm_reasoning"
     assert methods["tcmbench:CVR-1"] == "tcm-rules"
+
+
+def test_passages_k_puts_retrieved_passages_before_the_definitions(tcm_index, tmp_path):
+    idx, cfg, _ = tcm_index
+    union = tmp_path / "union.toml"
+    union.write_text(cfg.read_text(encoding="utf-8") + "[kg.cases]\npassages_k = 2\n", encoding="utf-8")
+    base = json.loads(cli(*ask_args(idx, cfg, "--json", llm="none", mode="generate")).stdout)
+    out = json.loads(cli(*ask_args(idx, union, "--json", llm="none", mode="generate")).stdout)
+    defs = [r["passage_id"] for r in base["evidence"]]
+    got = [r["passage_id"] for r in out["evidence"]]
+    added = got[:len(got) - len(defs)]
+    assert got[len(added):] == defs and 1 <= len(added) <= 2 and not set(added) & set(defs)
+    assert all(r["kept"] for r in out["evidence"])  # no model: every row is read
+    assert out["answer"] == base["answer"] == "A"  # the graphs' answer without a model is unchanged

@@ -89,3 +89,7 @@ class CasesConfig(Section):
     # lists all its findings or only those it shares with the question (a shorter prompt)
     reasoning_chars: int = Field(300, ge=0)
     shared_findings_only: bool = False
+    # passages of the hybrid retrieval (vanilla RAG's pool, coarse order: GB/T entries and solved
+    # items) put before the definitions in the evidence window; 0 = definitions only. The union
+    # keeps what plain retrieval finds (a solved item asking the same thing) beside the two graphs.
+    passages_k: int = Field(0, ge=0, le=20)

@@ -276,8 +276,14 @@ def _check_same_run(out_dir: Path, manifest: dict) -> None:
 
 
 def _differs(a, b) -> bool:
+    """Settings both record differ (at any depth: a key added to a nested section since is not
+    compared).
+
+    >>> _differs({"cases": {"k": 3}}, {"cases": {"k": 3, "passages_k": 0}}), _differs({"cases": {"k": 3}}, {"cases": {"k": 2}})
+    (False, True)
+    """
     if isinstance(a, dict) and isinstance(b, dict):
-        return any(a[k] != b[k] for k in set(a) & set(b))
+        return any(_differs(a[k], b[k]) for k in set(a) & set(b))
     return a != b
 
 

@@ -4,7 +4,8 @@ GB/T 16751 definitions of the options' and the matched paths' terms as cited evi
 general graph), the matched paths in the prompt, then the answer (a chain of thought when
 generated). The definitions are those of the terms the question names, then the options', then
 the matched paths' (``kg.cases.max_definitions`` in all). Every path names its case; every
-definition is a passage with its TextID.
+definition is a passage with its TextID. With ``kg.cases.passages_k`` the hybrid retrieval's
+top passages come first in the evidence window (the union of plain retrieval and the graphs).
 
 Example::
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 from medr2.apply.kg_prompt import case_paths_block, definition_paths_block
 from medr2.appraise.appraiser import base_rows
 from medr2.apply.answer import Answer, EvidenceItem, failed_answer
+from medr2.formulate.formulator import query_text
 from medr2.kg.tcm import definition_match, findings, option_scores
 from medr2.llm.base import LLMError, stage
 from medr2.pipelines.base import Method
@@ -44,9 +46,13 @@ class TCMDiffRAG(Method):
                     hits.append(Hit(passage_id=t.passage_id, doc_id=t.doc_id, title=t.term,
                                     source_type=SourceType.entry, heading_path=[t.part, t.term], text=t.text,
                                     language="zh", score=1.0))
+        retrieved, notes = [], []
+        if c.passages_k:
+            query = query_text(question, max_chars=e.config.query.max_query_chars)
+            retrieved = [h for h in self.retrieve(query, notes)[:c.passages_k] if h.passage_id not in seen]
         with stage("evidence_level"):
-            rows = base_rows(hits, e.leveler)
-        for r in rows:
+            rows = base_rows(retrieved + hits, e.leveler)
+        for r in rows[len(retrieved):]:
             r.reason = "GB/T 16751 definition"
         evidence = self.pack(rows)
         numbers = {x.passage_id: x.n for x in evidence}
@@ -66,6 +72,7 @@ class TCMDiffRAG(Method):
             ans = self.fused_answer(question, options, evidence, block, support, c.path_weight)
         else:
             ans = self.generate(question, options, evidence, graph=block or None)
+        ans.notes = notes + ans.notes
         if not terms:
             ans.notes.append("the index holds no GB/T 16751 entries: no definitions were given (ingest the "
                              "standard's text)")

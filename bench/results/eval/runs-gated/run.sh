@@ -2,8 +2,8 @@
 # The live rerun of the loglik grid behind the evidence gate (issue 35; bench/README.md, "Evidence
 # gate"): the current pipeline (reranker v2.1, gate.evidence_weight 0.5 chosen on dev data, the
 # AVX-512 llama.cpp build) on the same seeded 100 per set as bench/results/eval/runs.
-# Direct answering first (every set), then medr2 and vanilla RAG in rounds of ROUND questions per
-# set, so a stopped run has the same questions answered by both methods on every set (the answering
+# Direct answering first (every set), then medr2, vanilla RAG and the single modules in rounds of
+# ROUND questions per set, so a stopped run has the same questions answered by both methods on every set (the answering
 # order is the same seeded shuffle). Resumable: rerun to continue. MedQA-MCMLE's retrieving runs
 # come last: its Chinese index (bench/out/eval/index-zh) takes long to build the first time.
 set -e
@@ -17,4 +17,8 @@ for r in 1 2 3 4 5 6 7 8 9 10; do
   N=$((r * ROUND))
   .venv/bin/python bench/eval.py --phase medr2 --datasets $SETS --limit $N --runs $RUNS
   .venv/bin/python bench/eval.py --phase rag --datasets $SETS --limit $N --runs $RUNS
+  # the single modules (+reformulator, +reranker; loglik has no +reformulator+reranker) up to ABL_MAX
+  if [ "$N" -le "${ABL_MAX:-100}" ]; then
+    .venv/bin/python bench/eval.py --phase ablations --datasets $SETS --limit $N --runs $RUNS
+  fi
 done
