@@ -185,3 +185,33 @@ def test_appraiser_refuses_unknown_orders_and_bad_numbers():
     for kw in ({"order": "F"}, {"weight": -1.0}, {"floor": 1.0}):
         with pytest.raises(ValueError):
             appraiser(**kw)
+
+
+class CountingScorer:
+    """A usefulness scorer that counts its calls and gives every passage f_u = 0.5."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def score(self, question, options, passages, reference):
+        self.calls += 1
+        return [], [0.5] * len(passages)
+
+
+def test_usefulness_is_skipped_for_a_language_the_proxy_does_not_read():
+    a, scorer = AppraiseConfig(), CountingScorer()
+    ap = Appraiser(EvidenceLeveler(a.levels, a.unknown_level), FixedTyper(), scorer, None, a.expected_doc_types,
+                   a.alpha, order="relevance", relevance_weight=0.3, relevance_floor=0.05,
+                   usefulness_languages=tuple(a.usefulness_languages))
+    hits = lambda: [h.model_copy(deep=True) for h in HITS]  # noqa: E731
+    notes = []
+    rows, _ = ap.appraise("2型糖尿病患者首选哪种降糖药？", {}, "factual", hits(), None, "二甲双胍", notes)
+    assert scorer.calls == 0 and all(r.f_u == 0 for r in rows)
+    assert any("usefulness not computed" in n and "'zh'" in n and "usefulness_languages" in n for n in notes)
+    notes = []
+    rows, _ = ap.appraise("Which drug is first line in type 2 diabetes?", {}, "factual", hits(), None, "metformin",
+                          notes)
+    assert scorer.calls == 1 and all(r.f_u == 0.5 for r in rows) and not any("usefulness" in n for n in notes)
+    assert ap.usefulness_reads("Which drug?") and not ap.usefulness_reads("哪种降糖药？")
+    ap.usefulness_languages = ()  # a multilingual scorer: every language
+    assert ap.usefulness_reads("哪种降糖药？")

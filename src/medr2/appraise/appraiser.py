@@ -38,6 +38,7 @@ from medr2.appraise.usefulness import UsefulnessScorer
 from medr2.formulate.labels import DOC_TYPES
 from medr2.llm.base import LLMError, stage
 from medr2.schema import EvidenceRow, Hit
+from medr2.util.text import detect_language
 
 
 def base_rows(hits: list[Hit], leveler: EvidenceLeveler) -> list[EvidenceRow]:
@@ -64,7 +65,7 @@ class Appraiser:
 
     def __init__(self, leveler: EvidenceLeveler, doc_typer, usefulness: Optional[UsefulnessScorer], conflicts,
                  expected_doc_types: dict[str, list[str]], alpha: float = 1.0, *, order: str,
-                 relevance_weight: float, relevance_floor: float):
+                 relevance_weight: float, relevance_floor: float, usefulness_languages: tuple[str, ...] = ()):
         if order not in ORDERS:
             raise ValueError(f"appraise.order is one of {', '.join(ORDERS)}, not {order!r}")
         if relevance_weight < 0 or not 0 <= relevance_floor < 1:
@@ -77,6 +78,12 @@ class Appraiser:
         self.conflicts = conflicts
         self.expected = expected_doc_types
         self.alpha = alpha
+        self.usefulness_languages = tuple(usefulness_languages)
+
+    def usefulness_reads(self, question: str) -> bool:
+        """Whether the usefulness proxy reads the question's language (appraise.usefulness_languages;
+        empty = every language)."""
+        return not self.usefulness_languages or detect_language(question) in self.usefulness_languages
 
     def appraise(self, question: str, options: dict[str, str], question_type: str, hits: list[Hit],
                  vectors: Optional[np.ndarray], reference: Optional[str], notes: list[str]
@@ -96,7 +103,11 @@ class Appraiser:
             r.doc_type = max(d, key=d.get)
             r.f_g = round(doc_type_fit(d, expected), 6)
         fus = [0.0] * len(rows)
-        if self.usefulness is not None and reference:
+        if self.usefulness is not None and not self.usefulness_reads(question):
+            notes.append(f"usefulness not computed: the proxy model reads {', '.join(self.usefulness_languages)}, "
+                         f"the question is '{detect_language(question)}' (appraise.usefulness_languages); f_u = 0 "
+                         "for every passage")
+        elif self.usefulness is not None and reference:
             with stage("usefulness"):
                 try:
                     _, fus = self.usefulness.score(question, options, [r.text for r in rows], reference)

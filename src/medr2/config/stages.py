@@ -153,6 +153,12 @@ class AppraiseConfig(Section):
     # KV state from one passage to the next. Ours; not yet chosen on dev data, so the default
     # stays the paper's order (bench/README.md, CPU speed).
     usefulness_order: Literal["document_first", "question_first"] = "document_first"
+    # Languages the usefulness proxy reads (medr2.util.text.detect_language of the question). The
+    # bundled SmolLM2-135M was trained on English: it reads a Chinese passage as ~3x more byte-level
+    # tokens (2,000-5,000 a MedQA-MCMLE question, 6-17 s) for a loss drop that measures little, so
+    # a question in another language gets f_u = 0 with a note. [] = every language (a multilingual
+    # scorer). Checked on MCMLE dev questions (bench/README.md, CPU speed).
+    usefulness_languages: list[str] = Field(default_factory=lambda: ["en"])
     # Conflict filtering: "rules" (polarity-aware, offline), "llm" (pairwise judgement), "off".
     conflicts: Literal["rules", "llm", "off"] = "rules"
     # f_g: the document types each question type expects (read by the fine rerank; was

@@ -214,8 +214,9 @@ def _lock_run(out_dir: Path, shard: Optional[str]) -> list:
     return held
 
 
-# Settings that change no answer: how fast or how patiently models are called, how files were read.
-_RUNTIME_ONLY = {"llm": {"n_threads", "timeout_s", "retries", "backoff_s", "concurrency"}, "ingest": None}
+# Settings that change no answer: how fast or how patiently models are called, how files were read,
+# where the answer cache lives (a run may go on with a fresh cache, to time it).
+_RUNTIME_ONLY = {"llm": {"n_threads", "timeout_s", "retries", "backoff_s", "concurrency", "cache_path"}, "ingest": None}
 
 
 def run_identity(manifest: dict) -> dict:

@@ -155,7 +155,8 @@ class Engine:
                 LLMConflicts(self.generator) if self.generator is not None else RuleConflicts())
             self._appraiser = Appraiser(self.leveler, typer, useful, conflicts, a.expected_doc_types, a.alpha,
                                         order=a.order, relevance_weight=a.relevance_weight,
-                                        relevance_floor=a.relevance_floor)
+                                        relevance_floor=a.relevance_floor,
+                                        usefulness_languages=tuple(a.usefulness_languages))
         return self._appraiser
 
     @property

@@ -35,7 +35,8 @@ class RAG(Method):
             return
         e = self.engine
         reference: Optional[str] = None
-        if self.s.fine_rerank and e.appraiser.usefulness is not None and e.generator is not None:
+        if (self.s.fine_rerank and e.appraiser.usefulness is not None and e.generator is not None
+                and e.appraiser.usefulness_reads(question)):
             with stage("draft"):
                 reference = self.draft(question, options, res)
         ans, rows = self.rounds_loop(question, options, f.query, f.question_type, reference, res)
