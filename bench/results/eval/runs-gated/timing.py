@@ -4,21 +4,22 @@ whose reformulation or usefulness calls were hits. Hits in `generate` and `draft
 option scores without evidence are the direct run's calls (the same prompt), and the draft's
 scores are reused inside the question; in a fresh `medr2 ask` the former cost about a direct
 answer (0.5-2 s, the direct rows)."""
-import glob, json, statistics
+import glob, json, statistics, sys
 from collections import defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[3] / "bench"))
+from before_after import cached as cache_hit  # noqa: E402  (the same rule as bench/before_after.py)
+
 by = defaultdict(list)
 cached = defaultdict(int)
 for f in glob.glob(str(HERE / "*/*/*/*.json")):
     if Path(f).name.startswith("manifest"):
         continue
     r = json.load(open(f))[1]
-    u = r.get("usage") or {}
     key = (r["dataset"], Path(f).parts[-3])
-    hits = sum(s.get("cached_calls", 0) for k, s in (u.get("stages") or {}).items() if k not in ("generate", "draft"))
-    if not u.get("calls") or hits:
+    if cache_hit(r):
         cached[key] += 1
         continue
     by[key].append(r["seconds"])
