@@ -100,6 +100,8 @@ def collect(args) -> None:
                                            default=None),
                        "context_holds": [any(holds(x.text, r) for x in items) for r in required],
                        "passages": {x.passage_id: [holds(x.text, r) for r in required] for x in items},
+                       # each packed passage's calibrated relevance (coarse reranker), by passage id
+                       "passage_rel": {r.passage_id: r.relevance for r in res.evidence if r.kept},
                        "cands": [{"n": e.n, "passage_id": e.passage_id, "title": e.title, "statement": s.statement,
                                   "grade": s.grade, "strength": s.strength, "direction": s.direction,
                                   "population": s.population, "firm": s.firm, "rel": r, "ov": o}

@@ -6,7 +6,7 @@ Sections (``--only`` picks some):
   extractors (segmentation as ingestion does it, no embeddings): passages/s, triples, tier
   distribution, relations; time to recompute after one review (confirm) and after removing one
   document; subgraph retrieval latency p50/p95 over the hand-written question set.
-* ``quality`` - on the hand-labelled triples (bench/data/kg_triple_labels.jsonl): ROC-AUC of
+* ``quality`` - on the hand-labelled triples (bench/data/kg_triple_labels*.jsonl; rounds 1-2 dev, round 3 held out): ROC-AUC of
   SchemaConf, EvidScore and Q(t); precision per tier; graded retention (tiers) against strict
   schema hard-filtering: how many labelled-correct triples each keeps.
 * ``sample`` - write a stratified sample of triples with their source passages for labelling
@@ -44,6 +44,7 @@ MESH = SHARED / "terminologies" / "mesh" / "mtrees2019.bin"
 OUT = ROOT / "bench" / "out" / "ngc-kg"
 LABELS = ROOT / "bench" / "data" / "kg_triple_labels.jsonl"  # round 1 (drawn from the first extraction)
 LABELS2 = ROOT / "bench" / "data" / "kg_triple_labels_round2.jsonl"  # round 2 (after its fixes)
+LABELS3 = ROOT / "bench" / "data" / "kg_triple_labels_round3.jsonl"  # round 3 (uniform sample, held out)
 QUESTIONS = ROOT / "bench" / "data" / "ngc_questions.jsonl"
 
 
@@ -100,8 +101,10 @@ def build(limit=None):
     schema = b.induce_schema()
     t_schema = time.perf_counter() - t0
     t0 = time.perf_counter()
+    from medr2.kg.quality import RULES_VERSION
+
     qm = QualityModel(kg, cfg.kg)
-    kg.set_meta("quality_constant", json.dumps(sorted(qm.constant)))
+    kg.set_meta("quality_stamp", json.dumps({"constant": sorted(qm.constant), "rules": RULES_VERSION}))
     with kg.transaction():
         qm.recompute(touched | schema.pop("remapped"))
     t_quality = time.perf_counter() - t0
@@ -190,21 +193,23 @@ def print_build(r):
               f"{lat['linked']} questions linked, {lat['with_triples']} with triples.")
 
 
-def sample(out: Path, n: int, seed: int = 7):
-    """A stratified sample (by tier and extractor) with the source passages, for labelling."""
+def sample(out: Path, n: int, seed: int = 7, uniform: bool = False):
+    """A stratified sample (by tier and extractor) with the source passages, for labelling; with
+    ``uniform``, a simple random sample of the unlabelled triples (round 3: its ROC-AUC then
+    estimates the whole graph's, not a mix over-weighting the rare core tier)."""
     from medr2.kg.export import triple_records
     from medr2.kg.store import KGStore
 
     kg = KGStore(OUT / "kg.sqlite")
     texts = sqlite3.connect(str(OUT / "passages.sqlite"))
-    done = {json.loads(x)["triple_id"] for f in (LABELS, LABELS2) if f.is_file()
+    done = {json.loads(x)["triple_id"] for f in (LABELS, LABELS2, LABELS3) if f.is_file()
             for x in f.read_text().splitlines() if x.strip()}
     recs = [r for r in triple_records(kg) if r["triple_id"] not in done]  # a new round: unlabelled triples only
     rng = random.Random(seed)
     strata: dict = {}
     for r in recs:
         strata.setdefault((r["tier"], "+".join(r["extractors"])), []).append(r)
-    per = max(1, n // len(strata))
+    per = 0 if uniform else max(1, n // len(strata))
     chosen = []
     for key in sorted(strata):
         xs = strata[key]
@@ -221,10 +226,17 @@ def sample(out: Path, n: int, seed: int = 7):
                 row = texts.execute("SELECT heading, text FROM p WHERE text_id=?", (t,)).fetchone()
                 if row:
                     passages.append({"text_id": t, "heading": row[0], "text": row[1]})
+            doc = texts.execute("SELECT doc_id FROM p WHERE text_id=?", (r["text_ids"][0],)).fetchone() \
+                if r["text_ids"] else None
+            # the guideline's title and scope condition, for triples whose condition the passage leaves implicit
+            context = [f"{h}: {t}" for h, t in texts.execute(
+                "SELECT heading, text FROM p WHERE doc_id=? AND (heading LIKE '%Guideline Title' OR "
+                "heading LIKE '%Disease/Condition(s)') LIMIT 3", (doc[0],))] if doc else []
             f.write(json.dumps({"triple_id": r["triple_id"], "head": r["head"], "head_type": r["head_type"],
                                 "relation": r["relation"], "tail": r["tail"], "tail_type": r["tail_type"],
                                 "extractors": r["extractors"], "statement": srcs[0]["attrs"].get("statement") or
-                                srcs[0]["attrs"].get("sentence"), "passages": passages}, ensure_ascii=False) + "\n")
+                                srcs[0]["attrs"].get("sentence"), "passages": passages, "guideline": context},
+                               ensure_ascii=False) + "\n")
     print(f"wrote {len(chosen)} triples to {out}")
 
 
@@ -233,9 +245,11 @@ def quality():
     from medr2.kg.store import KGStore
 
     kg = KGStore(OUT / "kg.sqlite")
-    files = [f for f in (LABELS, LABELS2) if f.is_file()]
-    for name, sel in ([("round 2 (a fresh sample of this graph)", [LABELS2])] if LABELS2.is_file() else []) + \
-            [("all rounds (labelled triples still in this graph)", files)]:
+    dev = [f for f in (LABELS, LABELS2) if f.is_file()]
+    sections = [("rounds 1 and 2 (dev: the quality model's choices are made here)", dev)] if dev else []
+    if LABELS3.is_file():  # held out: a uniform sample labelled before any of its scores was looked at
+        sections.append(("round 3 (held out; a simple random sample of this graph)", [LABELS3]))
+    for name, sel in sections:
         labels = [json.loads(x) for f in sel for x in f.read_text().splitlines() if x.strip()]
         report(kg, labels, name)
     kg.close()
@@ -291,6 +305,8 @@ def main():
     ap.add_argument("--limit", type=int, help="Only the first N summaries (a quick run).")
     ap.add_argument("--sample-out", type=Path, default=Path("/tmp/kg_sample.jsonl"))
     ap.add_argument("--sample-n", type=int, default=240)
+    ap.add_argument("--sample-seed", type=int, default=7)
+    ap.add_argument("--sample-uniform", action="store_true", help="a simple random sample (no tier strata)")
     a = ap.parse_args()
     if not NGC.is_file():
         sys.exit(f"NGC summaries not found at {NGC} (set MEDR2_SHARED_DATA)")
@@ -299,8 +315,8 @@ def main():
     if "build" in a.only:
         print_build(build(a.limit))
     if "sample" in a.only:
-        sample(a.sample_out, a.sample_n)
-    if "quality" in a.only and (LABELS.is_file() or LABELS2.is_file()):
+        sample(a.sample_out, a.sample_n, a.sample_seed, a.sample_uniform)
+    if "quality" in a.only and (LABELS.is_file() or LABELS2.is_file() or LABELS3.is_file()):
         quality()
     elif "quality" in a.only:
         print(f"\n(no labels at {LABELS}: skipped the quality section)")

@@ -67,6 +67,20 @@ def test_second_build_does_nothing(kg_index):
     assert report["documents_added"] == 0 and report["triples_recomputed"] == 0
 
 
+def test_changed_quality_rules_rescore_an_existing_graph(kg_index):
+    """A graph built under older quality rules (another stamp) is rescored whole by the next build."""
+    kg = KGStore(kg_index / "kg.sqlite")
+    try:
+        n = len(list(kg.all_triple_ids()))
+        kg.set_meta("quality_stamp", json.dumps({"constant": [], "rules": Q.RULES_VERSION - 1}))
+    finally:
+        kg.close()
+    report = json.loads(cli("kg", "build", "--index", kg_index, "--json", "--no-progress").stdout)
+    assert report["documents_added"] == 0 and report["triples_recomputed"] == n > 0
+    again = json.loads(cli("kg", "build", "--index", kg_index, "--json", "--no-progress").stdout)
+    assert again["triples_recomputed"] == 0
+
+
 def test_review_confirm_and_reject(kg_index):
     kg = KGStore(kg_index / "kg.sqlite")
     try:

@@ -77,6 +77,45 @@ def test_llm_triples_are_normalised_and_agreement_counts(tmp_path, lib):
     assert {s["relation_surface"] for s in kg.sources(both["triple_id"])} == {"treats", "is treated with"}
 
 
+class FixedExtractor:
+    """Plumbing fake: an extractor under a real extractor's name that emits fixed candidates."""
+
+    def __init__(self, name, triples):
+        self.name, self.triples = name, triples
+
+    def applies(self, doc):
+        return True
+
+    def extract(self, doc, passages):
+        from medr2.kg.extract.base import Candidate
+
+        return [Candidate(h, r, t, passages[0].passage_id, doc.doc_id, self.name, ht, tt)
+                for h, r, t, ht, tt in self.triples]
+
+
+def test_agreement_counts_only_the_extractors_that_can_produce_the_relation(tmp_path, lib):
+    """The rule extractor never reads a scope field, so its silence does not count against a
+    scope triple; it can read recommendations, so there its silence does (bench/README.md,
+    "Quality discrimination", round 3)."""
+    from medr2.kg.extract import can_produce
+
+    assert not can_produce("rules", "considered_for") and can_produce("rules", "recommended_for")
+    assert can_produce("structured", "considered_for") and not can_produce("structured", "treats")
+    assert can_produce("someone-elses", "anything")
+    cfg = KGConfig()
+    kg = KGStore(tmp_path / "kg.sqlite")
+    structured = FixedExtractor("structured", [("lisinopril", "considered_for", "hypertension", "Drug", "Disease"),
+                                               ("warfarin", "recommended_for", "hypertension", "Drug", "Disease")])
+    b = KGBuilder(kg, lib, [FixedExtractor("rules", []), structured], cfg)
+    doc = Document(doc_id="d1")
+    touched = b.add_document(doc, [Passage(passage_id="p1", doc_id="d1", text="Scope and recommendations.")], "h1")
+    QualityModel(kg, cfg).recompute(touched)
+    rows = {t["relation"]: t for t in kg.iter_triples()}
+    assert rows["considered_for"]["agreement"] == 1.0
+    assert rows["recommended_for"]["agreement"] == 0.5
+    assert rows["considered_for"]["evid_score"] > rows["recommended_for"]["evid_score"]
+
+
 def test_llm_extractor_needs_a_generator(lib):
     from medr2.llm.base import LLMError
 

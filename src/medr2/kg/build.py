@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterable, Optional
 from medr2.config import Config, KGConfig
 from medr2.kg import quality as Qm
 from medr2.kg.entities import EntityLibrary, load_library, norm
+from medr2.kg.extract import can_produce
 from medr2.kg.extract.base import Candidate
 from medr2.kg.normalize import (induce_constraints, induce_inverses, map_relation, pairs_by_relation,
                                 rank_relation_synonyms)
@@ -146,10 +147,9 @@ class QualityModel:
         dir_s = Qm.direction_score(sym, given if constrained else None, swapped if constrained else None, rev, len(texts))
         schema = Qm.schema_conf(e_score, r_score, type_s, dir_s, cfg.schema_weights)
         producing = {s["extractor"] for s in srcs}
-        applicable: set[str] = set()
-        for ex in self.kg.doc_extractors({s["doc_id"] for s in srcs}).values():
-            applicable |= set(ex)
-        applicable |= producing
+        # the extractors that ran on its documents and can produce its relation at all
+        applicable = producing | {e for ex in self.kg.doc_extractors({s["doc_id"] for s in srcs}).values()
+                                  for e in ex if can_produce(e, t["relation"])}
         agree = Qm.agreement_score(len(producing & applicable), len(applicable))
         support = Qm.support_score(len(texts), cfg.support_saturation)
         evid = Qm.evid_score({"agreement": agree, "support": support, "human": t["human"]}, cfg.evid_weights,
@@ -329,10 +329,10 @@ def sync_index(index_store, builder: KGBuilder, progress: Optional[Callable[[int
     schema = builder.induce_schema() if todo or removed else {"remapped": set()}
     touched |= schema.pop("remapped", set())
     qm = QualityModel(builder.kg, builder.cfg)
-    full = builder.kg.get_meta("quality_constant") != json.dumps(sorted(qm.constant))
-    if full:  # whether agreement is informative changed: every triple's EvidScore changes
+    stamp = json.dumps({"constant": sorted(qm.constant), "rules": Qm.RULES_VERSION})
+    if builder.kg.get_meta("quality_stamp") != stamp:  # agreement's informativeness or the rules changed
         touched = set(builder.kg.all_triple_ids())
-        builder.kg.set_meta("quality_constant", json.dumps(sorted(qm.constant)))
+        builder.kg.set_meta("quality_stamp", stamp)
     t1 = time.time()
     with builder.kg.transaction():
         n = qm.recompute(t for t in touched if builder.kg.triple(t) is not None)

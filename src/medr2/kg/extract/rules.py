@@ -70,6 +70,11 @@ _HARMS_HEADING = re.compile(r"(?i)adverse|side[- ]effects?|harms?|complications|
 
 class RuleExtractor:
     name = "rules"
+    # what it can produce: the cue relations (English and Chinese) and their negations, doses, harms
+    # under a harms heading, and guideline imperatives (extractor agreement)
+    relations = frozenset({c.relation for c in EN_CUES} | {c[0] for c in ZH_CUES}
+                          | {"not_" + c.relation for c in EN_CUES} | {"not_" + c[0] for c in ZH_CUES}
+                          | {"dose_of", "causes", "recommended_for", "not_recommended_for"})
 
     def __init__(self, library: EntityLibrary, max_gap_words: int = 24):
         self.library = library

@@ -129,6 +129,9 @@ def field_items(text: str, limit: int) -> list[str]:
 
 class StructuredExtractor:
     name = "structured"
+    # what it can produce: the scope fields' relations and the recommendations' (extractor agreement)
+    relations = frozenset({"considered_for", "in_population", "outcome_considered", "recommended_for",
+                           "not_recommended_for"})
 
     def __init__(self, library: EntityLibrary, max_interventions: int = 25, max_conditions: int = 5):
         self.library = library
