@@ -28,6 +28,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -94,6 +95,8 @@ def collect(args) -> None:
                 rel = rec.relevance(q["question"], cands).tolist()  # the cross-encoder alone
                 rec.c.overlap_weight = 1.0
                 ov = rec.relevance(q["question"], cands).tolist()  # term overlap alone
+                sim = (rec.similarity(q["question"], [s.statement for _, s in cands]).tolist()
+                       if (cands and rec.similarity is not None) else [None] * len(cands))
                 row = {"id": q["id"], "dev": q["id"] in dev, "unanswerable": bool(q.get("unanswerable")),
                        "question": q["question"], "required": required,
                        "best_passage": max((r.relevance for r in res.evidence if r.kept and r.relevance is not None),
@@ -104,8 +107,8 @@ def collect(args) -> None:
                        "passage_rel": {r.passage_id: r.relevance for r in res.evidence if r.kept},
                        "cands": [{"n": e.n, "passage_id": e.passage_id, "title": e.title, "statement": s.statement,
                                   "grade": s.grade, "strength": s.strength, "direction": s.direction,
-                                  "population": s.population, "firm": s.firm, "rel": r, "ov": o}
-                                 for (e, s), r, o in zip(cands, rel, ov)],
+                                  "population": s.population, "firm": s.firm, "rel": r, "ov": o, "sim": m}
+                                 for (e, s), r, o, m in zip(cands, rel, ov, sim)],
                        "seconds": round(time.perf_counter() - t, 2)}
                 out.write(json.dumps(row) + "\n")
                 out.flush()
@@ -114,25 +117,32 @@ def collect(args) -> None:
     engine.close()
 
 
+def best_similarity(row: dict) -> Optional[float]:
+    """The highest question-statement cosine of a collected row (None: not collected)."""
+    sims = [x.get("sim") for x in row["cands"]]
+    return max(sims) if sims and all(v is not None for v in sims) else None
+
+
 def replay(rows: list[dict], c) -> dict:
     """The trust metrics of the selection with config ``c`` over collected rows (the omission and
     grounded precision of :mod:`medr2.eval.trust`, from the passages' stored holds flags)."""
     from medr2.apply.answer import EvidenceItem
-    from medr2.apply.recommend import Recommender
+    from medr2.apply.recommend import Recommender, as_answer
     from medr2.appraise.recommendations import Statement
+    from medr2.eval.trust import conflicts
 
     import numpy as np
 
     # a scorer is set so the cross-encoder's floors apply; coverage (not scored here) reads zeros
     r = Recommender(c, scorer=(lambda q, t: np.zeros(len(t))))
-    om, prec, false_abs, abst, n_items = [], [], [], [], []
+    om, prec, false_abs, abst, n_items, conf = [], [], [], [], [], []
     for row in rows:
         cands = [(EvidenceItem(x["n"], x["passage_id"], x["title"], "guideline", 3, ""),
                   Statement(x["statement"], x["grade"], x["strength"], x["direction"], x["population"], x["firm"]))
                  for x in row["cands"]]
         w = c.overlap_weight
         ra = r.choose(row["question"], cands, np.asarray([(1 - w) * x["rel"] + w * x["ov"] for x in row["cands"]],
-                                                         dtype=float), row["best_passage"])
+                                                         dtype=float), row["best_passage"], best_similarity(row))
         if row["unanswerable"]:
             abst.append(float(ra.insufficient))
             continue
@@ -144,36 +154,46 @@ def replay(rows: list[dict], c) -> dict:
         if cited:
             prec.append(sum(any(row["passages"][p]) for p in cited) / len(cited))
         n_items.append(len(ra.recommendations))
+        conf.append(float(conflicts(as_answer(ra, len(row["passages"])).answer, row["required"])))
 
     def m(xs):
         return sum(xs) / len(xs) if xs else None
     return {"omission": m(om), "precision": m(prec), "false_abstention": m(false_abs), "abstention": m(abst),
-            "items": m(n_items), "n": len(om), "n_unanswerable": len(abst)}
+            "conflicts": m(conf), "items": m(n_items), "n": len(om), "n_unanswerable": len(abst)}
 
 
 GRID = {"overlap_weight": [0.0, 0.25, 0.5, 0.75],
         "min_relevance": [0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5],
         "keep_ratio": [0.0, 0.3, 0.5, 0.7, 0.85],
         "abstain_below": [0.0, 0.02, 0.025, 0.03, 0.035, 0.04, 0.05],
+        "abstain_dense_below": [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 1.01],
         "max_items": [2, 3, 4, 5, 8],
         "one_guideline": [False, True]}
 
 
 def objective(s: dict) -> tuple:
-    """Dev choice, in two steps: the abstention threshold that best separates unanswerable from
+    """Dev choice, in two steps: the abstention thresholds that best separate unanswerable from
     answerable questions (highest abstention - false abstention; :func:`choose_abstention`),
-    then, at that threshold, the lowest omission + (1 - precision), then fewer items."""
-    return (s["omission"] + (1 - (s["precision"] or 0)), s["items"] or 0)
+    then, at those, the lowest omission + (1 - precision) + conflict rate, then fewer items.
+    (Conflicts joined the objective on 2026-12-05: without them the dev choice quoted 3.4
+    recommendations an answer, and 12% of the report split's answers had a lexical conflict.)"""
+    return (s["omission"] + (1 - (s["precision"] or 0)) + (s["conflicts"] or 0), s["items"] or 0)
 
 
-def choose_abstention(rows: list[dict]) -> float:
-    """The ``abstain_below`` of GRID with the highest abstention - false abstention on ``rows``
-    (the best packed passage's relevance decides; the selection does not)."""
-    def gap(t):
-        a = [r["best_passage"] is not None and r["best_passage"] < t for r in rows if not r["unanswerable"]]
-        u = [r["best_passage"] is not None and r["best_passage"] < t for r in rows if r["unanswerable"]]
+def choose_abstention(rows: list[dict]) -> tuple[float, float]:
+    """The (``abstain_below``, ``abstain_dense_below``) of GRID with the highest abstention - false
+    abstention on ``rows`` (the best packed passage's relevance and the best statement's cosine
+    decide; the selection does not); ties go to the lower thresholds."""
+    def abstains(r, t, d):
+        sim = best_similarity(r)
+        return r["best_passage"] is not None and r["best_passage"] < t and (sim is None or sim < d)
+
+    def gap(td):
+        a = [abstains(r, *td) for r in rows if not r["unanswerable"]]
+        u = [abstains(r, *td) for r in rows if r["unanswerable"]]
         return sum(u) / max(len(u), 1) - sum(a) / max(len(a), 1)
-    return max(GRID["abstain_below"], key=lambda t: (gap(t), -t))
+    pairs = list(itertools.product(GRID["abstain_below"], GRID["abstain_dense_below"]))
+    return max(pairs, key=lambda td: (gap(td), -td[0], -td[1]))
 
 
 def grid(args) -> None:
@@ -186,7 +206,7 @@ def grid(args) -> None:
     abstain = choose_abstention(dev_rows)
     for vals in itertools.product(*GRID.values()):
         kw = dict(zip(GRID, vals))
-        if kw["abstain_below"] != abstain:
+        if (kw["abstain_below"], kw["abstain_dense_below"]) != abstain:
             continue
         results.append((kw, replay(dev_rows, RecommendConfig(**kw))))
     results.sort(key=lambda x: objective(x[1]))
@@ -195,13 +215,15 @@ def grid(args) -> None:
              f"Dev: {sum(not r['unanswerable'] for r in dev_rows)} NGC questions + "
              f"{sum(r['unanswerable'] for r in dev_rows)} unanswerable (passage mode). Objective: "
              "abstain_below with the highest abstention - false abstention first, then the selection with the "
-             "lowest omission + (1 - precision).", "",
-             "| overlap_weight | min_relevance | keep_ratio | abstain_below | max_items | one_guideline | omission | "
-             "precision | false abst. | abstention | items |", "|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+             "lowest omission + (1 - precision) + conflict rate.", "",
+             "| overlap_weight | min_relevance | keep_ratio | abstain_below | abstain_dense_below | max_items | "
+             "one_guideline | omission | precision | conflicts | false abst. | abstention | items |",
+             "|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
     for kw, s in results[:15]:
         lines.append(f"| {kw['overlap_weight']} | {kw['min_relevance']} | {kw['keep_ratio']} | {kw['abstain_below']} | "
-                     f"{kw['max_items']} | {kw['one_guideline']} | "
-                     f"{s['omission']:.3f} | {(s['precision'] or 0):.3f} | {s['false_abstention']:.3f} | "
+                     f"{kw['abstain_dense_below']} | {kw['max_items']} | {kw['one_guideline']} | "
+                     f"{s['omission']:.3f} | {(s['precision'] or 0):.3f} | {s['conflicts']:.3f} | "
+                     f"{s['false_abstention']:.3f} | "
                      f"{(s['abstention'] or 0):.3f} | {s['items']:.2f} |")
     lines += ["", f"Chosen: `{json.dumps(best)}`", ""]
     for mode, rs in rows.items():
@@ -211,7 +233,8 @@ def grid(args) -> None:
                 continue
             s = replay(sub, RecommendConfig(**best))
             lines.append(f"- replay, {mode}, {split} ({s['n']} + {s['n_unanswerable']}): omission "
-                         f"{s['omission']:.3f}, precision {(s['precision'] or 0):.3f}, false abstention "
+                         f"{s['omission']:.3f}, precision {(s['precision'] or 0):.3f}, conflicts "
+                         f"{s['conflicts']:.3f}, false abstention "
                          f"{s['false_abstention']:.3f}, abstention {(s['abstention'] or 0):.3f}")
     text = "\n".join(lines) + "\n"
     (RESULTS / f"guideline-dev{args.tag}.md").write_text(text, encoding="utf-8")

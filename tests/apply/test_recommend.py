@@ -36,7 +36,7 @@ def by_passage(t):
 
 def recommender(**kw):
     cfg = RecommendConfig(**{"min_relevance": 0.3, "keep_ratio": 0.5, "abstain_below": 0.2, "overlap_weight": 0.0,
-                             "max_items": 5, **kw})
+                             "max_items": 5, "one_guideline": False, **kw})
     return Recommender(cfg, scorer_for(by_passage))
 
 
@@ -117,6 +117,30 @@ def test_nothing_relevant_abstains_and_says_what_was_searched():
     assert ra.answer.insufficient and ra.answer.citations == []
     assert "do not contain a guideline recommendation that applies" in ra.answer.answer
     assert "(4 recommendation(s) in 3 passage(s) were read)" in ra.answer.answer
+
+
+def test_a_statement_close_to_the_question_overrides_a_low_passage_relevance():
+    """The cross-encoder, trained on passages, scores some answerable guideline questions near 0;
+    abstention then also needs no statement within abstain_dense_below in the embedding space."""
+    def similarity(near):
+        return lambda q, texts: np.asarray([near if "Quinine" in t else 0.1 for t in texts])
+    low = with_relevance(0.1)
+    r = Recommender(recommender(abstain_dense_below=0.6).c, scorer_for(by_passage), similarity=similarity(0.7))
+    ra = r.answer(QUESTION, low)
+    assert not ra.insufficient and ra.recommendations
+    r = Recommender(recommender(abstain_dense_below=0.6).c, scorer_for(by_passage), similarity=similarity(0.5))
+    assert r.answer(QUESTION, low).insufficient
+    # without an encoder the passage relevance alone decides
+    assert Recommender(recommender(abstain_dense_below=0.6).c, scorer_for(by_passage)).answer(QUESTION, low).insufficient
+    assert r.best_similarity(QUESTION, r.candidates(low)) == 0.5
+
+
+def test_the_generator_path_keeps_its_own_selection():
+    c = RecommendConfig(min_relevance=0.2, keep_ratio=0.7, max_items=4, one_guideline=True,
+                        llm_min_relevance=0.3, llm_keep_ratio=0.6, llm_max_items=2, llm_one_guideline=False)
+    g = c.for_generator()
+    assert (g.min_relevance, g.keep_ratio, g.max_items, g.one_guideline) == (0.3, 0.6, 2, False)
+    assert (c.min_relevance, c.max_items) == (0.2, 4) and g.abstain_below == c.abstain_below
 
 
 def test_evidence_without_recommendations_is_left_to_the_sentence_answer():

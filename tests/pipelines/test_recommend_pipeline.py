@@ -111,3 +111,26 @@ def test_an_answer_that_only_points_at_the_recommendations_is_replaced_by_them(l
     assert "named the recommendations without stating them" in res.notes[0]
     text = "\n".join(answer_lines(res, explain=False))
     assert "Recommendations that apply" not in text  # the answer is the list: not printed twice
+
+
+def test_the_abstention_reads_similarity_only_with_the_encoder_it_was_chosen_for(demo_index_dir):
+    """The real engine: the demo index's bundled encoder gives the cosine check; another encoder
+    name in ``abstain_dense_model`` turns it off (its threshold is on that encoder's scale)."""
+    from medr2.pipelines.engine import Engine
+
+    cfg = Config()
+    e = Engine.open(demo_index_dir, cfg, generator="none")
+    try:
+        sim = e.recommender.similarity
+        assert sim is not None
+        v = sim("Should metformin be stopped at a low eGFR?",
+                ["Metformin should be stopped when the eGFR falls below 30.", "Offer influenza vaccination."])
+        assert v.shape == (2,) and v[0] > v[1] and -1.0 <= v.min() <= v.max() <= 1.0
+    finally:
+        e.close()
+    cfg.recommend.abstain_dense_model = "some-other-encoder"
+    e = Engine.open(demo_index_dir, cfg, generator="none")
+    try:
+        assert e.recommender.similarity is None
+    finally:
+        e.close()

@@ -13,8 +13,10 @@ Selection (constants in ``[recommend]``, chosen on dev questions):
    mixed with the share of the question's content words it holds (``overlap_weight``), or that
    share alone when no cross-encoder is loaded;
 3. when the best packed passage's relevance (the coarse reranker's) is below ``abstain_below``
-   (without a relevance model: the best statement's overlap below ``overlap_abstain_below``),
-   none applies: insufficient evidence, saying what was searched;
+   and no statement is close to the question in the index's embedding space (cosine below
+   ``abstain_dense_below``, read only with the encoder it was chosen for), none applies:
+   insufficient evidence, saying what was searched (without a relevance model: the best
+   statement's overlap below ``overlap_abstain_below``);
 4. otherwise the best, then every other statement at least ``min_relevance`` and ``keep_ratio``
    times the best, skipping near-duplicates (same direction, ``duplicate_overlap`` of the shorter
    one's content words), up to ``max_items``;
@@ -90,11 +92,15 @@ class Recommender:
     """Chooses the applicable recommendations of the packed evidence (module docstring)."""
 
     def __init__(self, config: RecommendConfig, scorer: Optional[Scorer] = None,
-                 previous: Optional[Callable[[list[str]], dict[str, list[str]]]] = None):
+                 previous: Optional[Callable[[list[str]], dict[str, list[str]]]] = None,
+                 similarity: Optional[Scorer] = None):
         """``scorer``: calibrated relevance of texts to a question (medr2's cross-encoder), or None
         for term overlap. ``previous``: for the passage ids given, the texts before each in its
-        document (nearest last), for a list header's grade; None reads none."""
-        self.c, self.scorer, self.previous = config, scorer, previous
+        document (nearest last), for a list header's grade; None reads none. ``similarity``:
+        cosine of the question and each text in the index's embedding space (the abstention's
+        second signal), or None when the index's encoder is not the one ``abstain_dense_model``
+        names."""
+        self.c, self.scorer, self.previous, self.similarity = config, scorer, previous, similarity
 
     def candidates(self, evidence: Sequence[EvidenceItem]) -> list[tuple[EvidenceItem, Statement]]:
         read = [(e, extract(e.text)) for e in evidence if advice_section(e.heading_path)]
@@ -126,11 +132,14 @@ class Recommender:
         return (1 - w) * ce + w * overlap
 
     def choose(self, question: str, cands: list[tuple[EvidenceItem, Statement]], rel: np.ndarray,
-               best_passage: Optional[float] = None) -> RecommendationAnswer:
+               best_passage: Optional[float] = None, best_similarity: Optional[float] = None
+               ) -> RecommendationAnswer:
         """Steps 3-5 of the module docstring over scored candidates (pure; the bench replays it).
         ``best_passage``: the best calibrated relevance of a packed passage (the coarse
-        reranker's), which decides abstention; when it is None, no statement reaching the floor
-        does (``overlap_*`` floors without a cross-encoder)."""
+        reranker's), which decides abstention together with ``best_similarity`` (the highest
+        cosine of the question and a statement; None: passage relevance alone); when
+        ``best_passage`` is None, no statement reaching the floor does (``overlap_*`` floors
+        without a cross-encoder)."""
         c = self.c
         parts = question_parts(question) or [question]
         if not cands:
@@ -138,7 +147,9 @@ class Recommender:
         if self.scorer is None:
             abstain, floor = float(rel.max()) < c.overlap_abstain_below, c.overlap_min_relevance
         elif best_passage is not None:
-            abstain, floor = best_passage < c.abstain_below, c.min_relevance
+            abstain = best_passage < c.abstain_below and (best_similarity is None
+                                                         or best_similarity < c.abstain_dense_below)
+            floor = c.min_relevance
         else:  # passages without a relevance score: no statement reaching the floor
             abstain, floor = float(rel.max()) < c.min_relevance, c.min_relevance
         if abstain:
@@ -170,6 +181,13 @@ class Recommender:
         covered = {p for r in recs for p in r.covers}
         return RecommendationAnswer(recs, parts, [p for p in parts if p not in covered], False, len(cands))
 
+    def best_similarity(self, question: str, cands: list[tuple[EvidenceItem, Statement]]) -> Optional[float]:
+        """The highest cosine of the question and a candidate statement (None without an encoder
+        or candidates)."""
+        if self.similarity is None or not cands:
+            return None
+        return float(np.max(self.similarity(question, [s.statement for _, s in cands])))
+
     def coverage(self, parts: list[str], recs: list[Recommendation]) -> None:
         """Which parts of the question each chosen recommendation covers. A one-part question is
         covered by every chosen recommendation (each passed the relevance bar against it). With
@@ -198,7 +216,8 @@ class Recommender:
         ``answer`` field is the extractive answer (cited quotes, one per line)."""
         cands = self.candidates(evidence)
         rels = [e.relevance for e in evidence if e.relevance is not None]
-        ra = self.choose(question, cands, self.relevance(question, cands), max(rels) if rels else None)
+        ra = self.choose(question, cands, self.relevance(question, cands), max(rels) if rels else None,
+                         self.best_similarity(question, cands))
         ra.answer = as_answer(ra, len(evidence))
         return ra
 

@@ -215,8 +215,10 @@ class RecommendConfig(Section):
     enabled: bool = True
     # a statement is applicable when its relevance is at least this, and at least
     # keep_ratio x the best statement's relevance
-    # dev choice (bench/results/guideline-dev-k30.md): 0.3, 0.7
-    min_relevance: float = Field(0.3, ge=0.0, le=1.0)
+    # dev choice (bench/results/guideline-dev.md, 2026-12-05, after the abstention's similarity
+    # check, objective omission + (1 - precision) + conflicts): 0.2, 0.7, with max_items 4 and
+    # one_guideline on (before: 0.3, 0.7, 2, off)
+    min_relevance: float = Field(0.2, ge=0.0, le=1.0)
     keep_ratio: float = Field(0.7, ge=0.0, le=1.0)
     # relevance = (1 - w) x cross-encoder + w x term overlap; dev choice 0.75 (the cross-encoder,
     # trained on passages, separates a guideline's statements less well than their wording does)
@@ -225,18 +227,30 @@ class RecommendConfig(Section):
     # (insufficient evidence)
     # dev choice 0.04: the highest abstention - false abstention on the dev questions
     abstain_below: float = Field(0.04, ge=0.0, le=1.0)
+    # ... unless a statement is this close to the question (cosine in the index's embedding space):
+    # dev choice 0.60 with abstain_below 0.04 (abstention 100%, false abstention 21% -> 5% on dev),
+    # for the encoder named below only (cosines of other encoders are on other scales: not read)
+    abstain_dense_below: float = Field(0.60, ge=-1.0, le=1.01)
+    abstain_dense_model: str = "bundled:all-MiniLM-L6-v2"
     # without a cross-encoder: the floors on term overlap alone
     overlap_min_relevance: float = Field(0.5, ge=0.0, le=1.0)
     overlap_abstain_below: float = Field(0.3, ge=0.0, le=1.0)
     # without a generator no window limits what is read: the coarse stage keeps this many passages
     # (dev choice among 10, 20, 30, 50: 30)
     extractive_k: int = Field(30, ge=1)
-    max_items: int = Field(2, ge=1)  # dev choice among 2, 3, 4, 5, 8
+    max_items: int = Field(4, ge=1)  # dev choice among 2, 3, 4, 5, 8
     # with a generator: give it the applicable recommendations as the structure of its answer
     # (false: the result still lists them beside the model's own answer)
     prompt: bool = True
-    # only the guideline of the most relevant statement answers (dev choice: off)
-    one_guideline: bool = False
+    # only the guideline of the most relevant statement answers (dev choice: on)
+    one_guideline: bool = True
+    # with a generator the list is the structure of the model's answer: the selection it was
+    # measured with (dev choice of 2026-12-04, bench/README.md "Generator path") until the longer
+    # lists above are measured there
+    llm_min_relevance: float = Field(0.3, ge=0.0, le=1.0)
+    llm_keep_ratio: float = Field(0.7, ge=0.0, le=1.0)
+    llm_max_items: int = Field(2, ge=1)
+    llm_one_guideline: bool = False
     # two statements sharing this share of the shorter one's content words are one (the stronger kept)
     duplicate_overlap: float = Field(0.8, gt=0.0, le=1.0)
     # term overlap: a part of a several-part question is covered when a chosen statement holds
@@ -244,6 +258,13 @@ class RecommendConfig(Section):
     cover_share: float = Field(0.5, gt=0.0, le=1.0)
     # passages before a recommendation read for a list header's grade ("... (Level B):")
     header_lookback: int = Field(12, ge=0)
+
+
+    def for_generator(self) -> "RecommendConfig":
+        """This section with the generator path's selection (``llm_*``) in place of the
+        extractive path's."""
+        return self.model_copy(update={"min_relevance": self.llm_min_relevance, "keep_ratio": self.llm_keep_ratio,
+                                       "max_items": self.llm_max_items, "one_guideline": self.llm_one_guideline})
 
 
 class AmtConfig(Section):

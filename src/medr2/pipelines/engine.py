@@ -66,10 +66,14 @@ class Engine:
 
     def _recommender(self) -> Optional[Recommender]:
         """Recommendation answers (``[recommend]``): relevance by medr2's cross-encoder when it is
-        the coarse reranker, else term overlap; list headers read from the passage's document."""
+        the coarse reranker, else term overlap; list headers read from the passage's document;
+        the abstention's similarity check with the index's encoder when it is the one the
+        threshold was chosen for."""
         c = self.config.recommend
         if not c.enabled:
             return None
+        if self.generator is not None:
+            c = c.for_generator()
         rr = self.searcher.reranker
         scorer = None
         if isinstance(rr, MedR2Reranker):
@@ -77,7 +81,12 @@ class Engine:
 
             def scorer(question, texts):
                 return model.calibrate(model.logits(question, texts))
-        return Recommender(c, scorer, self.previous_texts)
+        similarity = None
+        if self.index.config.dense.model == c.abstain_dense_model:  # its threshold is on this encoder's scale
+            def similarity(question, texts):
+                enc = self.index.encoder
+                return enc.encode_passages(texts) @ enc.encode_query(question)
+        return Recommender(c, scorer, self.previous_texts, similarity)
 
     def previous_texts(self, passage_ids: list[str]) -> dict[str, list[str]]:
         """For each passage, the texts before it in its document, nearest last (a list header's
