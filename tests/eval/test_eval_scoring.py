@@ -281,6 +281,36 @@ def test_runner_retries_failed_answers_reads_raw_text_and_refuses_another_run(tm
     assert (out / "manifest-0-2.json").exists() and (out / "manifest.json").exists()
 
 
+def test_settings_a_run_cannot_read_do_not_block_resuming_it(tmp_path):
+    """A loglik run of a multiple-choice set never reads [recommend] (free-text answers), nor a
+    non-TCM method [kg.cases]: changing them resumes; a setting it reads still refuses."""
+    from medr2.eval.runner import RunMismatch, run
+    from medr2.schema import EvalQuestion
+
+    qs = [EvalQuestion(dataset="medqa", id=f"q{i}", question="?", options={"A": "a", "B": "b"}, answer="B")
+          for i in range(2)]
+    out = tmp_path / "medqa" / "medr2" / "m"
+    cfg = {"recommend": {"max_items": 2}, "kg": {"cases": {"passages_k": 0}, "tier_weights": 1}, "gate": {"w": 0.5}}
+    manifest = {"dataset": "medqa:2", "subset_seed": 0, "method": "medr2", "answer_mode": "loglik", "config": cfg}
+
+    def answer(q):  # plumbing fake
+        return {"answer": "B", "rationale": ""}
+
+    run(qs[:1], answer, out, manifest, progress=False)
+    changed = {"recommend": {"max_items": 4}, "kg": {"cases": {"passages_k": 3}, "tier_weights": 1}, "gate": {"w": 0.5}}
+    assert run(qs, answer, out, dict(manifest, config=changed), progress=False)["answered"] == 1
+    with pytest.raises(RunMismatch, match=r"config \[gate\]"):
+        run(qs, answer, out, dict(manifest, config=dict(changed, gate={"w": 1.0})), progress=False)
+    with pytest.raises(RunMismatch, match=r"config \[kg\]"):
+        run(qs, answer, out, dict(manifest, config=dict(changed, kg={"cases": {"passages_k": 3}, "tier_weights": 2})),
+            progress=False)
+    # a generated-answer run may meet free-text questions: there [recommend] counts
+    gen = tmp_path / "medqa" / "medr2" / "g"
+    run(qs[:1], answer, gen, dict(manifest, answer_mode="generate"), progress=False)
+    with pytest.raises(RunMismatch, match=r"config \[recommend\]"):
+        run(qs, answer, gen, dict(manifest, answer_mode="generate", config=changed), progress=False)
+
+
 def test_a_second_process_on_the_same_run_is_refused(tmp_path):
     """Two runs writing one directory would answer the same questions twice, each beside the other
     (and time them so): while one holds the run, another stops at once and writes nothing. A whole

@@ -225,7 +225,7 @@ def run_identity(manifest: dict) -> dict:
     other), subset seed, method, answer mode, models, the index's corpus (documents and passages
     by source type: an index rebuilt from the same corpora, or a checkout moved elsewhere, resumes;
     the index path is recorded but not compared), own-source rule and the config, less
-    runtime-only settings. ``--limit`` and ``--shard`` only split one run.
+    runtime-only settings and what the run cannot read (:func:`unread_settings`). ``--limit`` and ``--shard`` only split one run.
 
     >>> a = run_identity({"dataset": "medqa:100", "subset_seed": 0, "config": {"llm": {"n_threads": 2}}})
     >>> a == run_identity({"dataset": "medqa:100", "subset_seed": 0, "config": {"llm": {"n_threads": 8}}})
@@ -234,14 +234,38 @@ def run_identity(manifest: dict) -> dict:
     False
     """
     cfg = {}
+    unread = unread_settings(manifest)
     for section, values in moved_keys_read(manifest.get("config") or {}).items():
         drop = _RUNTIME_ONLY.get(section, set())
-        if drop is None:
+        if drop is None or unread.get(section, set()) is None:
             continue
+        drop = set(drop) | unread.get(section, set())
         cfg[section] = {k: v for k, v in values.items() if k not in drop} if isinstance(values, dict) else values
     return {"dataset": manifest.get("dataset"), "subset_seed": manifest.get("subset_seed"),
             **{k: manifest.get(k) for k in ("method", "answer_mode", "models", "corpus", "own_source_excluded")},
             "config": cfg}
+
+
+def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
+    """Config a run cannot read, by section (None: the whole section), so that a change there
+    does not block resuming it: the web service's; ``[recommend]`` in a log-likelihood run (its
+    questions all have options, and recommendation answers are for free-text questions);
+    ``[amt]`` outside the LLM-AMT method; ``[kg.cases]`` outside TCM-DiffRAG.
+
+    >>> unread_settings({"method": "medr2", "answer_mode": "loglik"})
+    {'serve': None, 'recommend': None, 'amt': None, 'kg': {'cases'}}
+    >>> unread_settings({"method": "tcm_diffrag", "answer_mode": "generate"})
+    {'serve': None, 'amt': None}
+    """
+    method = manifest.get("method") or ""
+    out: dict[str, Optional[set[str]]] = {"serve": None}
+    if manifest.get("answer_mode") == "loglik":
+        out["recommend"] = None
+    if method != "llm_amt":
+        out["amt"] = None
+    if method != "tcm_diffrag":
+        out["kg"] = {"cases"}
+    return out
 
 
 def moved_keys_read(config: dict) -> dict:
