@@ -2,7 +2,7 @@
 ``OUT/<dataset>/<method>[+<answer mode>]/<model>`` and the manifest (dataset spec, subset seed,
 shard, method, answer mode, own-source rule, models, index, corpus, config) that
 :func:`medr2.eval.runner.run` stores beside the answers and compares with the manifests already
-there (:func:`medr2.eval.runner.run_identity`) before it resumes a run.
+there (:func:`medr2.eval.identity.run_identity`) before it resumes a run.
 
 Example::
 

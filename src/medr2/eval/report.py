@@ -334,7 +334,8 @@ def collect(run_dirs: list[Path]) -> tuple[list[dict], dict[str, Any]]:
     dataset, commit). Each row carries its run's context window (``context_tokens``); when one
     (dataset, method, model) was run at several windows (in different run directories), its rows
     and question marks are named ``METHOD@WINDOW`` so that none overwrites another."""
-    from medr2.eval.runner import moved_keys_read, question_marks, read_records, score_run
+    from medr2.eval.identity import moved_keys_read
+    from medr2.eval.runner import question_marks, read_records, score_run
 
     rows: list[dict] = []
     # per run: (dataset, method, model), its context window, right/wrong per question, answer counts

@@ -1,0 +1,96 @@
+"""The identity of an evaluation run: what two ``medr2 eval run`` invocations must agree on to
+write into one run directory (:func:`run_identity`), less what cannot change an answer
+(runtime-only settings) or what the run cannot read (:func:`unread_settings`);
+:func:`medr2.eval.runner.run` compares it before it resumes a run.
+
+Example::
+
+    >>> run_identity({"dataset": "medqa:100", "config": {"serve": {"port": 1}}})["config"]
+    {}
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from medr2.config import MOVED_KEYS
+
+
+# Settings that change no answer: how fast or how patiently models are called, how files were read,
+# where the answer cache lives (a run may go on with a fresh cache, to time it).
+_RUNTIME_ONLY = {"llm": {"n_threads", "timeout_s", "retries", "backoff_s", "concurrency", "cache_path"}, "ingest": None}
+
+
+def run_identity(manifest: dict) -> dict:
+    """What must agree for two invocations to write into one run directory: the dataset and its
+    subset size (seeded subsets of different sizes are different draws, not one inside the
+    other), subset seed, method, answer mode, models, the index's corpus (documents and passages
+    by source type: an index rebuilt from the same corpora, or a checkout moved elsewhere, resumes;
+    the index path is recorded but not compared), own-source rule and the config, less
+    runtime-only settings and what the run cannot read (:func:`unread_settings`). ``--limit`` and ``--shard`` only split one run.
+
+    >>> a = run_identity({"dataset": "medqa:100", "subset_seed": 0, "config": {"llm": {"n_threads": 2}}})
+    >>> a == run_identity({"dataset": "medqa:100", "subset_seed": 0, "config": {"llm": {"n_threads": 8}}})
+    True
+    >>> a == run_identity({"dataset": "medqa:200", "subset_seed": 0, "config": {"llm": {"n_threads": 2}}})
+    False
+    """
+    cfg = {}
+    unread = unread_settings(manifest)
+    for section, values in moved_keys_read(manifest.get("config") or {}).items():
+        drop = _RUNTIME_ONLY.get(section, set())
+        if drop is None or unread.get(section, set()) is None:
+            continue
+        drop = set(drop) | unread.get(section, set())
+        cfg[section] = {k: v for k, v in values.items() if k not in drop} if isinstance(values, dict) else values
+    return {"dataset": manifest.get("dataset"), "subset_seed": manifest.get("subset_seed"),
+            **{k: manifest.get(k) for k in ("method", "answer_mode", "models", "corpus", "own_source_excluded")},
+            "config": cfg}
+
+
+def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
+    """Config a run cannot read, by section (None: the whole section), so that a change there
+    does not block resuming it: the web service's; ``[recommend]`` in a log-likelihood run (its
+    questions all have options, and recommendation answers are for free-text questions);
+    ``[amt]`` outside the LLM-AMT method; ``[kg.cases]`` outside TCM-DiffRAG.
+
+    >>> unread_settings({"method": "medr2", "answer_mode": "loglik"})
+    {'serve': None, 'recommend': None, 'amt': None, 'kg': {'cases'}}
+    >>> unread_settings({"method": "tcm_diffrag", "answer_mode": "generate"})
+    {'serve': None, 'amt': None}
+    """
+    method = manifest.get("method") or ""
+    out: dict[str, Optional[set[str]]] = {"serve": None}
+    if manifest.get("answer_mode") == "loglik":
+        out["recommend"] = None
+    if method != "llm_amt":
+        out["amt"] = None
+    if method != "tcm_diffrag":
+        out["kg"] = {"cases"}
+    return out
+
+
+def moved_keys_read(config: dict) -> dict:
+    """A stored config (an older run's manifest) with keys that have moved read at their new place.
+
+    >>> moved_keys_read({"appraise": {"context_tokens": 1024, "alpha": 1.0}})
+    {'appraise': {'alpha': 1.0}, 'apply': {'context_tokens': 1024}}
+    """
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}
+    for (old_t, key), (new_t, new_key) in MOVED_KEYS.items():
+        if isinstance(out.get(old_t), dict) and key in out[old_t]:
+            value = out[old_t].pop(key)
+            out.setdefault(new_t, {}).setdefault(new_key, value)
+    return out
+
+
+def _differs(a, b) -> bool:
+    """Settings both record differ (at any depth: a key added to a nested section since is not
+    compared).
+
+    >>> _differs({"cases": {"k": 3}}, {"cases": {"k": 3, "passages_k": 0}}), _differs({"cases": {"k": 3}}, {"cases": {"k": 2}})
+    (False, True)
+    """
+    if isinstance(a, dict) and isinstance(b, dict):
+        return any(_differs(a[k], b[k]) for k in set(a) & set(b))
+    return a != b
