@@ -147,11 +147,12 @@ def eval_trust(questions, index_dir, config_path, modes, llm_spec, limit, with_r
     for mode, r in summary.items():
         if "ragas" in r:
             click.echo(f"{mode} RAGAS: " + ", ".join(f"{k} {fmt(v)}" for k, v in r["ragas"].items()))
-    click.echo("| mode | n | omission | conflict rate | unsupported claims | invalid citations | grounded precision | "
-               "insufficient | s/question |")
-    click.echo("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    click.echo("| mode | n | context recall | omission | conflict rate | unsupported claims | invalid citations | "
+               "grounded precision | insufficient | s/question |")
+    click.echo("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for mode, r in summary.items():
-        click.echo(f"| {mode} | {r['n']} | {fmt(r['omission'])} | {fmt(r['conflict_rate'])} | {fmt(r['unsupported'])} "
+        click.echo(f"| {mode} | {r['n']} | {fmt(r.get('context_recall'))} | {fmt(r['omission'])} | "
+                   f"{fmt(r['conflict_rate'])} | {fmt(r['unsupported'])} "
                    f"| {fmt(r['invalid_citation'])} | {fmt(r['grounded_precision'])} | {fmt(r['insufficient_rate'])} "
                    f"| {fmt(r['seconds'])} |")
 
