@@ -284,7 +284,7 @@ def report(args) -> None:
             s = summarize(sub)
             n_rec = [len(r.get("recommendations") or []) for r in sub if not r.get("unanswerable")]
             pct = lambda v: "-" if v is None else f"{100 * v:.0f}%"  # noqa: E731
-            ctx = s["context_recall"]  # share of required recommendations a packed passage holds (mean per question)
+            ctx = s["required_in_context"]  # share of required recommendations a packed passage holds (mean per question)
             lines.append(f"| {mode} | {split} | {s['n']} | {pct(ctx)} | {pct(s['omission'])} | "
                          f"{pct(s['grounded_precision'])} | "
                          f"{pct(s['unsupported'])} | {pct(s['conflict_rate'])} | {pct(s['invalid_citation'])} | "

@@ -101,10 +101,11 @@ def build(limit=None):
     schema = b.induce_schema()
     t_schema = time.perf_counter() - t0
     t0 = time.perf_counter()
-    from medr2.kg.quality import RULES_VERSION
+    from medr2.kg.extract import extractor_relations
+    from medr2.kg.quality import quality_stamp
 
     qm = QualityModel(kg, cfg.kg)
-    kg.set_meta("quality_stamp", json.dumps({"constant": sorted(qm.constant), "rules": RULES_VERSION}))
+    kg.set_meta("quality_stamp", quality_stamp(qm.constant, extractor_relations()))
     with kg.transaction():
         qm.recompute(touched | schema.pop("remapped"))
     t_quality = time.perf_counter() - t0

@@ -9,6 +9,7 @@ from the other 70%.
     python bench/tcm.py dev          # settings chosen on the train fold (own item excluded)
     python bench/tcm.py tune         # kg.cases.path_weight by replaying the dev records
     python bench/tcm.py run --kinds CVR --methods direct,vanilla_rag,tcm_diffrag
+    python bench/tcm.py run --kinds CVR --answer-mode generate   # chain of thought, first 50 case questions
     python bench/tcm.py report       # accuracy by item kind, paired McNemar
 
 The fold of a group (a case vignette with its sub-questions, or one question) is decided by the
@@ -218,9 +219,10 @@ def run(args) -> None:
         spec = str(OUT / "eval" / f"{kind}.json") + (f":{n}" if n else "")
         for method in args.methods.split(","):
             cmd = medr2("eval", "run", "--dataset", spec, "--method", method, "--index", str(OUT / "index"),
-                        "--config", str(CONFIG), "--answer-mode", "loglik", "--seed", "0",
+                        "--config", str(CONFIG), "--answer-mode", args.answer_mode, "--seed", "0",
                         "--out", str(RUNS), "--progress")
-            if method != "direct" and LLM_N[kind] and args.n is None:
+            # generated answers (a chain of thought, ~40 s each) take the first LLM_N for every method
+            if (method != "direct" or args.answer_mode == "generate") and LLM_N[kind] and args.n is None:
                 cmd += ["--limit", str(LLM_N[kind])]
             t = time.time()
             print(f"== {method} on {kind} ({spec})", flush=True)
@@ -300,17 +302,20 @@ def tune(args) -> None:
     print(text)
 
 
-def records(root: Path, kind: str, method: str, mode: str = "+loglik") -> dict[str, dict]:
+def records(root: Path, kind: str, method: str, mode: str = "+loglik", model: str = "*") -> dict[str, dict]:
+    """The records of one run by question id; ``mode`` "" is generated answers, whose run
+    directory also holds the ``--llm none`` run (``model`` "none" picks it, "llama*" the model's)."""
     out = {}
-    for d in (root / f"tcmbench-{kind}").glob(f"{method}{mode}/*"):
+    for d in (root / f"tcmbench-{kind}").glob(f"{method}{mode}/{model}"):
         for f in d.glob(f"{kind}-*.json"):
             out[f.stem] = json.loads(f.read_text(encoding="utf-8"))[1]
     return out
 
 
-def table(root: Path, kinds: list[str], methods: list[str], base: list[str], target: str) -> list[str]:
+def table(root: Path, kinds: list[str], methods: list[str], base: list[str], target: str, mode: str = "+loglik",
+          model: str = "*") -> list[str]:
     """Accuracy per kind and method on the questions every method answered, and paired McNemar
-    of ``target`` against each of ``base``."""
+    of ``target`` against each of ``base`` (``mode``, ``model``: :func:`records`)."""
     from medr2.eval.scoring import mcnemar_p
 
     lines = ["| items | n | " + " | ".join(methods) + " | " + " | ".join(f"{target} vs {b}: +/- (p)" for b in base)
@@ -322,7 +327,7 @@ def table(root: Path, kinds: list[str], methods: list[str], base: list[str], tar
         if kind == "all":
             recs = {m: pooled[m] for m in methods}
         else:
-            got = {m: records(root, kind, m) for m in methods}
+            got = {m: records(root, kind, m, mode, model) for m in methods}
             common = set.intersection(*(set(r) for r in got.values())) if got else set()
             recs = {m: {q: bool(got[m][q]["correct"]) for q in common} for m in methods}
             for m in methods:
@@ -354,11 +359,16 @@ def report() -> None:
         got = {"direct": {k: records(before, k, "tcm_diffrag") for k in KINDS},
                "tcm_diffrag": {k: records(RUNS, k, "tcm_diffrag") for k in KINDS}}
         out += _pair_lines(got, ("graphs alone", "union"))
+    gen = [m for m in ("direct", "vanilla_rag", "tcm_diffrag") if records(RUNS, "CVR", m, "", "llama*")]
+    if "tcm_diffrag" in gen and len(gen) > 1:
+        out += ["", "## Generated answers with a chain of thought, case vignettes (the first 50 of the evaluation "
+                "fold's seeded order; `python bench/tcm.py run --kinds CVR --answer-mode generate`)", ""]
+        out += table(RUNS, ["CVR"], gen, [m for m in gen if m != "tcm_diffrag"], "tcm_diffrag", "", "llama*")
     out += ["", "## Matched solved cases (k = 3) on the evaluation fold", ""] + match()
     out += ["", "## Without a model (`--llm none`: the option the two graphs support most, else abstain; whole fold)", "",
             "| items | n | answered | right (of all) | precision (of answered) |", "|---|---:|---:|---:|---:|"]
     for kind in KINDS:
-        r = records(RUNS, kind, "tcm_diffrag", "")
+        r = records(RUNS, kind, "tcm_diffrag", "", "none")
         n, ans = len(r), [x for x in r.values() if not x["insufficient"]]
         right = sum(x["correct"] for x in r.values())
         if n:
@@ -405,6 +415,8 @@ def main() -> None:
     ap.add_argument("--kinds", default="CVR,FKU,KHC")
     ap.add_argument("--methods", default="direct,vanilla_rag,tcm_diffrag")
     ap.add_argument("--n", type=int)
+    ap.add_argument("--answer-mode", default="loglik", choices=["loglik", "generate"],
+                    help="run: loglik option scores, or generated answers with a chain of thought")
     args = ap.parse_args()
     {"split": lambda: split(), "index": lambda: index(), "match": lambda: match(), "retrieval": lambda: retrieval(), "run": lambda: run(args),
      "dev": lambda: dev(args), "tune": lambda: tune(args), "report": lambda: report()}[

@@ -304,6 +304,9 @@ def test_settings_a_run_cannot_read_do_not_block_resuming_it(tmp_path):
     with pytest.raises(RunMismatch, match=r"config \[kg\]"):
         run(qs, answer, out, dict(manifest, config=dict(changed, kg={"cases": {"passages_k": 3}, "tier_weights": 2})),
             progress=False)
+    cal = tmp_path / "medqa" / "medr2" / "c"  # calibrated loglik: options too
+    run(qs[:1], answer, cal, dict(manifest, answer_mode="loglik-cal"), progress=False)
+    assert run(qs, answer, cal, dict(manifest, answer_mode="loglik-cal", config=changed), progress=False)["answered"] == 1
     # a generated-answer run may meet free-text questions: there [recommend] counts
     gen = tmp_path / "medqa" / "medr2" / "g"
     run(qs[:1], answer, gen, dict(manifest, answer_mode="generate"), progress=False)

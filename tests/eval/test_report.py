@@ -91,10 +91,10 @@ def test_loglik_variants_follow_their_method_and_cost_is_tabled():
 
 
 def test_trust_table_and_grid():
-    t = trust_table({"full": {"n": 10, "omission": 0.1, "conflict_rate": 0.0, "unsupported": 0.25,
-                              "invalid_citation": None, "grounded_precision": 0.8, "insufficient_rate": 0.1,
-                              "seconds_uncached": 12.34}})
-    assert "| full | 10 | 10.0% | 0.0% | 25.0% | – | 80.0% | 10.0% | 12.3 |" in t
+    t = trust_table({"full": {"n": 10, "required_in_context": 0.9, "omission": 0.1, "conflict_rate": 0.0,
+                              "unsupported": 0.25, "invalid_citation": None, "grounded_precision": 0.8,
+                              "insufficient_rate": 0.1, "seconds_uncached": 12.34}})
+    assert "| full | 10 | 90.0% | 10.0% | 0.0% | 25.0% | – | 80.0% | 10.0% | 12.3 |" in t
     rows = [dict(r, context_tokens=4096 if r["method"] == "medr2" else None) for r in ROWS]
     assert improvement_grid(rows) == {("q", 4096): ((55 - 40) + (58 - 60)) / 2}  # per dataset, then averaged
     # two windows of a loglik run, each against direct+loglik on its own datasets only

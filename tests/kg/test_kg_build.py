@@ -72,7 +72,7 @@ def test_changed_quality_rules_rescore_an_existing_graph(kg_index):
     kg = KGStore(kg_index / "kg.sqlite")
     try:
         n = len(list(kg.all_triple_ids()))
-        kg.set_meta("quality_stamp", json.dumps({"constant": [], "rules": Q.RULES_VERSION - 1}))
+        kg.set_meta("quality_stamp", json.dumps({"constant": [], "rules": Q.RULES_VERSION - 1}))  # older rules
     finally:
         kg.close()
     report = json.loads(cli("kg", "build", "--index", kg_index, "--json", "--no-progress").stdout)

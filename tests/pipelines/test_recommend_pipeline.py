@@ -134,3 +134,19 @@ def test_the_abstention_reads_similarity_only_with_the_encoder_it_was_chosen_for
         assert e.recommender.similarity is None
     finally:
         e.close()
+
+
+def test_the_engine_gives_the_generator_path_its_own_selection():
+    """Engine._recommender on a stand-in engine: without a generator the extractive selection,
+    with one the ``llm_*`` selection (``RecommendConfig.for_generator``)."""
+    from types import SimpleNamespace
+
+    from medr2.pipelines.engine import Engine
+
+    cfg = Config()
+    cfg.recommend.max_items, cfg.recommend.llm_max_items = 4, 2
+    fake = SimpleNamespace(config=cfg, searcher=SimpleNamespace(reranker=None), index=SimpleNamespace(config=cfg),
+                           previous_texts=lambda ids: {}, generator=None)
+    assert Engine._recommender(fake).c.max_items == 4
+    fake.generator = object()  # plumbing stand-in: only its presence is read
+    assert Engine._recommender(fake).c.max_items == 2

@@ -19,7 +19,9 @@ Selection (constants in ``[recommend]``, chosen on dev questions):
    statement's overlap below ``overlap_abstain_below``);
 4. otherwise the best, then every other statement at least ``min_relevance`` and ``keep_ratio``
    times the best, skipping near-duplicates (same direction, ``duplicate_overlap`` of the shorter
-   one's content words), up to ``max_items``;
+   one's content words), up to ``max_items``, from the best statement's guideline only when
+   ``one_guideline`` (with a generator the ``llm_*`` values replace these four:
+   :meth:`medr2.config.RecommendConfig.for_generator`);
 5. ordered by strength (graded strength, or firm before conditional wording), then relevance.
 
 Example::
@@ -216,8 +218,11 @@ class Recommender:
         ``answer`` field is the extractive answer (cited quotes, one per line)."""
         cands = self.candidates(evidence)
         rels = [e.relevance for e in evidence if e.relevance is not None]
-        ra = self.choose(question, cands, self.relevance(question, cands), max(rels) if rels else None,
-                         self.best_similarity(question, cands))
+        best = max(rels) if rels else None
+        # the cosine is computed only where it decides: the passage relevance alone would abstain
+        low = self.scorer is not None and best is not None and best < self.c.abstain_below
+        ra = self.choose(question, cands, self.relevance(question, cands), best,
+                         self.best_similarity(question, cands) if low else None)
         ra.answer = as_answer(ra, len(evidence))
         return ra
 

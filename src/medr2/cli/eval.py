@@ -12,6 +12,7 @@ import click
 
 from medr2.cli.common import (EXIT_USAGE, PipelineChoice, answer_mode_opt, config_opt, fail, index_opt, load_config,
                               model_errors)
+from medr2.eval.report import trust_table
 from medr2.render import fmt
 
 
@@ -147,14 +148,7 @@ def eval_trust(questions, index_dir, config_path, modes, llm_spec, limit, with_r
     for mode, r in summary.items():
         if "ragas" in r:
             click.echo(f"{mode} RAGAS: " + ", ".join(f"{k} {fmt(v)}" for k, v in r["ragas"].items()))
-    click.echo("| mode | n | context recall | omission | conflict rate | unsupported claims | invalid citations | "
-               "grounded precision | insufficient | s/question |")
-    click.echo("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for mode, r in summary.items():
-        click.echo(f"| {mode} | {r['n']} | {fmt(r.get('context_recall'))} | {fmt(r['omission'])} | "
-                   f"{fmt(r['conflict_rate'])} | {fmt(r['unsupported'])} "
-                   f"| {fmt(r['invalid_citation'])} | {fmt(r['grounded_precision'])} | {fmt(r['insufficient_rate'])} "
-                   f"| {fmt(r['seconds'])} |")
+    click.echo(trust_table(summary))
 
 
 @eval_group.command("report")

@@ -61,7 +61,7 @@ def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
     """
     method = manifest.get("method") or ""
     out: dict[str, Optional[set[str]]] = {"serve": None}
-    if manifest.get("answer_mode") == "loglik":
+    if (manifest.get("answer_mode") or "").startswith("loglik"):  # loglik, loglik-cal
         out["recommend"] = None
     if method != "llm_amt":
         out["amt"] = None
@@ -84,13 +84,13 @@ def moved_keys_read(config: dict) -> dict:
     return out
 
 
-def _differs(a, b) -> bool:
+def differs(a, b) -> bool:
     """Settings both record differ (at any depth: a key added to a nested section since is not
     compared).
 
-    >>> _differs({"cases": {"k": 3}}, {"cases": {"k": 3, "passages_k": 0}}), _differs({"cases": {"k": 3}}, {"cases": {"k": 2}})
+    >>> differs({"cases": {"k": 3}}, {"cases": {"k": 3, "passages_k": 0}}), differs({"cases": {"k": 3}}, {"cases": {"k": 2}})
     (False, True)
     """
     if isinstance(a, dict) and isinstance(b, dict):
-        return any(_differs(a[k], b[k]) for k in set(a) & set(b))
+        return any(differs(a[k], b[k]) for k in set(a) & set(b))
     return a != b

@@ -230,7 +230,8 @@ def _paired_delta(marks: dict[tuple[str, str, str], dict[str, bool]], model: str
 
 
 def trust_table(summaries: dict[str, dict]) -> str:
-    cols = [("omission", "omission"), ("conflict_rate", "conflict rate"), ("unsupported", "unsupported claims"),
+    cols = [("required_in_context", "required in context"), ("omission", "omission"),
+            ("conflict_rate", "conflict rate"), ("unsupported", "unsupported claims"),
             ("invalid_citation", "invalid citations"), ("grounded_precision", "evidence-grounded precision"),
             ("insufficient_rate", "insufficient")]
     lines = ["| mode | N | " + " | ".join(c for _, c in cols) + " | s / question (uncached) |",

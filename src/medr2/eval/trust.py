@@ -6,8 +6,8 @@ Per answer:
 
 * **required-knowledge omission**: share of the required recommendations that no cited passage
   holds (a passage holds one when it contains its text, whitespace-normalised); beside it the
-  **context recall**, the share some passage of the context holds (what the answer could cite:
-  passage mode's against full mode's, issue 36);
+  share **required in context**, which some passage of the context holds (what the answer could
+  cite: passage mode's against full mode's, issue 36);
 * **conflict**: a clause of the answer recommends against what a clause of a required
   recommendation recommends, or the reverse, about the same thing (half the content words of the
   shorter in common); quotes of required knowledge, conditions, remarks about what the evidence
@@ -67,16 +67,14 @@ def omission(required: Sequence[str], cited_texts: Sequence[str]) -> float:
     return len(missing) / len(required)
 
 
-def context_recall(required: Sequence[str], context_texts: Sequence[str]) -> Optional[float]:
+def required_in_context(required: Sequence[str], context_texts: Sequence[str]) -> Optional[float]:
     """Share of the required items some passage of the context holds: what the answer could have
     cited (omission measures what it did); None when nothing is required.
 
-    >>> context_recall(["Offer metformin.", "Avoid sulfonylureas."], ["First, offer metformin."])
+    >>> required_in_context(["Offer metformin.", "Avoid sulfonylureas."], ["First, offer metformin."])
     0.5
     """
-    if not required:
-        return None
-    return sum(any(holds(p, r) for p in context_texts) for r in required) / len(required)
+    return None if not required else 1.0 - omission(required, context_texts)
 
 
 def content_words(text: str) -> set[str]:
@@ -233,7 +231,7 @@ def score_answer(res: dict, required: Sequence[str]) -> dict:
     fallback = [e["n"] for e in ev if e.get("passage_id") in cited and e.get("n")]
     return {
         "omission": omission(required, cited_texts),
-        "context_recall": context_recall(required, [e["text"] for e in ev if e.get("kept")]),
+        "required_in_context": required_in_context(required, [e["text"] for e in ev if e.get("kept")]),
         "conflict": answer_conflicts(res, required),
         "unsupported": unsupported_claim_rate(sentences, numbered, fallback=fallback),
         "invalid_citation": invalid_citation_rate(cited, context),
@@ -261,7 +259,7 @@ def summarize(rows: Sequence[dict]) -> dict:
     m = [r["metrics"] for r in rows]
     return {"n": len(rows), "n_unanswerable": len(unanswerable),
             "abstention_rate": mean(float(r["metrics"]["insufficient"]) for r in unanswerable),
-            "omission": mean(x["omission"] for x in m), "context_recall": mean(x.get("context_recall") for x in m),
+            "omission": mean(x["omission"] for x in m), "required_in_context": mean(x.get("required_in_context") for x in m),
             "conflict_rate": mean(float(x["conflict"]) for x in m), "unsupported": mean(x["unsupported"] for x in m),
             "invalid_citation": mean(x["invalid_citation"] for x in m),
             "grounded_precision": mean(x["grounded_precision"] for x in m),

@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable, Optional
 from medr2.config import Config, KGConfig
 from medr2.kg import quality as Qm
 from medr2.kg.entities import EntityLibrary, load_library, norm
-from medr2.kg.extract import can_produce
+from medr2.kg.extract import can_produce, extractor_relations
 from medr2.kg.extract.base import Candidate
 from medr2.kg.normalize import (induce_constraints, induce_inverses, map_relation, pairs_by_relation,
                                 rank_relation_synonyms)
@@ -329,13 +329,13 @@ def sync_index(index_store, builder: KGBuilder, progress: Optional[Callable[[int
     schema = builder.induce_schema() if todo or removed else {"remapped": set()}
     touched |= schema.pop("remapped", set())
     qm = QualityModel(builder.kg, builder.cfg)
-    stamp = json.dumps({"constant": sorted(qm.constant), "rules": Qm.RULES_VERSION})
+    stamp = Qm.quality_stamp(qm.constant, extractor_relations())
     if builder.kg.get_meta("quality_stamp") != stamp:  # agreement's informativeness or the rules changed
         touched = set(builder.kg.all_triple_ids())
-        builder.kg.set_meta("quality_stamp", stamp)
     t1 = time.time()
     with builder.kg.transaction():
         n = qm.recompute(t for t in touched if builder.kg.triple(t) is not None)
+        builder.kg.set_meta("quality_stamp", stamp)  # after the rescore: a crash in it leaves the old one
     return {"documents_added": len(todo), "documents_removed": len(removed), "passages": n_passages,
             "candidates": builder.candidates, "triples_recomputed": n, "rejected_skipped": builder.skipped_rejected,
             "schema": schema, "extract_seconds": round(t_extract, 2), "quality_seconds": round(time.time() - t1, 2),

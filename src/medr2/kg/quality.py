@@ -26,14 +26,27 @@ Example::
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Iterable, Mapping, Optional
 
 # bumped when a rule below or in medr2.kg.build.QualityModel changes, so that `medr2 kg build` rescores
-# every triple of an existing graph (2: agreement over the extractors that can produce the relation)
+# every triple of an existing graph (2: agreement over the extractors that can produce the relation;
+# a change to an extractor's relations rescores by itself, :func:`quality_stamp`)
 RULES_VERSION = 2
 SCHEMA_WEIGHTS = {"entity": 0.30, "relation": 0.25, "type": 0.35, "direction": 0.10}
 EVID_WEIGHTS = {"agreement": 0.30, "support": 0.20, "human": 0.50}
+
+
+def quality_stamp(constant: Iterable[str], relations: Mapping[str, Iterable[str]]) -> str:
+    """What a graph's quality scores were computed under (the dimensions held constant, the rules'
+    version, each extractor's relations); a graph whose stored stamp differs is rescored whole.
+
+    >>> quality_stamp(["agreement"], {"rules": {"treats"}})
+    '{"constant": ["agreement"], "rules": 2, "relations": {"rules": ["treats"]}}'
+    """
+    return json.dumps({"constant": sorted(constant), "rules": RULES_VERSION,
+                       "relations": {k: sorted(v) for k, v in sorted(relations.items())}})
 
 
 def schema_conf(entity: float, relation: float, type_: float, direction: float,

@@ -4,7 +4,9 @@ from functools import lru_cache
 
 
 @lru_cache(maxsize=1)
-def _extractor_relations() -> dict[str, frozenset[str]]:
+def extractor_relations() -> dict[str, frozenset[str]]:
+    """The relations each of medr2's extractors can produce, by extractor name (one list: an
+    extractor missing here is assumed to produce any relation)."""
     from medr2.kg.extract.llm import LLMExtractor
     from medr2.kg.extract.rules import RuleExtractor
     from medr2.kg.extract.structured import StructuredExtractor
@@ -19,5 +21,5 @@ def can_produce(extractor: str, relation: str) -> bool:
     >>> can_produce("rules", "considered_for"), can_produce("structured", "considered_for")
     (False, True)
     """
-    rels = _extractor_relations().get(extractor)
+    rels = extractor_relations().get(extractor)
     return rels is None or relation in rels

@@ -47,7 +47,8 @@ def triple_schema(text_id: str, max_triples: int = 12) -> dict[str, Any]:
 
 class LLMExtractor:
     name = "llm"
-    # the relations it is asked for and their negations: what it can produce (extractor agreement)
+    # the relations it is asked for and their negations (extractor agreement counts its silence on
+    # these only; its free relation text may map to another relation now and then)
     relations = frozenset(set(_ASKED) | {"not_" + r for r in _ASKED})
 
     def __init__(self, llm: LLM, max_triples: int = 12, max_tokens: int = 700):
