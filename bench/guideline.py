@@ -7,7 +7,8 @@
 
 Splits (fixed, by SHA-1 of the question id): the third of ``bench/data/ngc_questions.jsonl``
 and of ``bench/data/ngc_unanswerable.jsonl`` with the smallest hashes is **dev** (42 + 11
-questions); ``[recommend]``'s constants are chosen there only. The rest (84 + 21) is the
+questions), with the 25 of ``bench/data/ngc_unanswerable_dev2.jsonl`` (all dev);
+``[recommend]``'s constants are chosen there only. The rest (84 + 21) is the
 **report** split. The final rows come from ``medr2 eval trust`` with the chosen constants (the
 product path), written to ``bench/results/eval/trust/recommend``.
 
@@ -34,6 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 QUESTIONS = ROOT / "bench" / "data" / "ngc_questions.jsonl"
 UNANSWERABLE = ROOT / "bench" / "data" / "ngc_unanswerable.jsonl"
+# 25 more unanswerable questions, all dev (2026-12-05): the abstention thresholds had 11 dev ones
+UNANSWERABLE_DEV = ROOT / "bench" / "data" / "ngc_unanswerable_dev2.jsonl"
 OUT = ROOT / "bench" / "out" / "guideline"
 RESULTS = ROOT / "bench" / "results"
 MODES = {"passage": "vanilla_rag", "full": "kg"}
@@ -51,7 +54,8 @@ def dev_ids(qs: list[dict]) -> set[str]:
 
 def all_questions() -> tuple[list[dict], set[str]]:
     a, u = load(QUESTIONS), load(UNANSWERABLE)
-    return a + u, dev_ids(a) | dev_ids(u)
+    extra = load(UNANSWERABLE_DEV) if UNANSWERABLE_DEV.exists() else []  # dev by construction
+    return a + u + extra, dev_ids(a) | dev_ids(u) | {q["id"] for q in extra}
 
 
 def collect(args) -> None:
