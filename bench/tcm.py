@@ -9,7 +9,7 @@ from the other 70%.
     python bench/tcm.py dev          # settings chosen on the train fold (own item excluded)
     python bench/tcm.py tune         # kg.cases.path_weight by replaying the dev records
     python bench/tcm.py run --kinds CVR --methods direct,vanilla_rag,tcm_diffrag
-    python bench/tcm.py run --kinds CVR --answer-mode generate   # chain of thought, first 50 case questions
+    python bench/tcm.py run --kinds CVR --methods tcm_diffrag,direct,direct_cot,+cot --answer-mode generate
     python bench/tcm.py report       # accuracy by item kind, paired McNemar
 
 The fold of a group (a case vignette with its sub-questions, or one question) is decided by the
@@ -359,10 +359,13 @@ def report() -> None:
         got = {"direct": {k: records(before, k, "tcm_diffrag") for k in KINDS},
                "tcm_diffrag": {k: records(RUNS, k, "tcm_diffrag") for k in KINDS}}
         out += _pair_lines(got, ("graphs alone", "union"))
-    gen = [m for m in ("direct", "vanilla_rag", "tcm_diffrag") if records(RUNS, "CVR", m, "", "llama*")]
+    # generated answers: the chain-of-thought baselines are direct_cot (MIRAGE's CoT) and +cot
+    # (vanilla RAG with a chain of thought); direct answers without one
+    gen = [m for m in ("direct", "direct_cot", "+cot", "tcm_diffrag") if records(RUNS, "CVR", m, "", "llama*")]
     if "tcm_diffrag" in gen and len(gen) > 1:
-        out += ["", "## Generated answers with a chain of thought, case vignettes (the first 50 of the evaluation "
-                "fold's seeded order; `python bench/tcm.py run --kinds CVR --answer-mode generate`)", ""]
+        out += ["", "## Generated answers, case vignettes (the first 50 of the evaluation fold; `python bench/tcm.py "
+                "run --kinds CVR --methods tcm_diffrag,direct,direct_cot,+cot --answer-mode generate`): "
+                "tcm_diffrag, direct_cot and +cot write a chain of thought, direct does not", ""]
         out += table(RUNS, ["CVR"], gen, [m for m in gen if m != "tcm_diffrag"], "tcm_diffrag", "", "llama*")
     out += ["", "## Matched solved cases (k = 3) on the evaluation fold", ""] + match()
     out += ["", "## Without a model (`--llm none`: the option the two graphs support most, else abstain; whole fold)", "",
