@@ -27,7 +27,8 @@ def run_identity(manifest: dict) -> dict:
     other), subset seed, method, answer mode, models, the index's corpus (documents and passages
     by source type: an index rebuilt from the same corpora, or a checkout moved elsewhere, resumes;
     the index path is recorded but not compared), own-source rule and the config, less
-    runtime-only settings and what the run cannot read (:func:`unread_settings`). ``--limit`` and ``--shard`` only split one run.
+    runtime-only settings and what the run cannot read (:func:`unread_settings`). ``--limit``
+    and ``--shard`` only split one run.
 
     >>> a = run_identity({"dataset": "medqa:100", "subset_seed": 0, "config": {"llm": {"n_threads": 2}}})
     >>> a == run_identity({"dataset": "medqa:100", "subset_seed": 0, "config": {"llm": {"n_threads": 8}}})
@@ -36,16 +37,25 @@ def run_identity(manifest: dict) -> dict:
     False
     """
     cfg = {}
-    unread = unread_settings(manifest)
+    ignored = _merged(_RUNTIME_ONLY, unread_settings(manifest))
     for section, values in moved_keys_read(manifest.get("config") or {}).items():
-        drop = _RUNTIME_ONLY.get(section, set())
-        if drop is None or unread.get(section, set()) is None:
+        drop = ignored.get(section, set())
+        if drop is None:
             continue
-        drop = set(drop) | unread.get(section, set())
         cfg[section] = {k: v for k, v in values.items() if k not in drop} if isinstance(values, dict) else values
     return {"dataset": manifest.get("dataset"), "subset_seed": manifest.get("subset_seed"),
             **{k: manifest.get(k) for k in ("method", "answer_mode", "models", "corpus", "own_source_excluded")},
             "config": cfg}
+
+
+def _merged(*skips: dict) -> dict:
+    """Per section, the union of the keys to leave out (None, the whole section, wins)."""
+    out: dict = {}
+    for skip in skips:
+        for section, keys in skip.items():
+            have = out.get(section, set())
+            out[section] = None if (keys is None or have is None) else set(have) | set(keys)
+    return out
 
 
 def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
