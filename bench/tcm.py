@@ -9,6 +9,7 @@ from the other 70%.
     python bench/tcm.py dev          # settings chosen on the train fold (own item excluded)
     python bench/tcm.py tune         # kg.cases.path_weight by replaying the dev records
     python bench/tcm.py run --kinds CVR --methods direct,vanilla_rag,tcm_diffrag
+    python bench/tcm.py run --methods vanilla_rag,tcm_diffrag --limit 0   # the whole evaluation fold
     python bench/tcm.py run --kinds CVR --methods tcm_diffrag,direct,direct_cot,+cot --answer-mode generate
     python bench/tcm.py report       # accuracy by item kind, paired McNemar
 
@@ -221,9 +222,11 @@ def run(args) -> None:
             cmd = medr2("eval", "run", "--dataset", spec, "--method", method, "--index", str(OUT / "index"),
                         "--config", str(CONFIG), "--answer-mode", args.answer_mode, "--seed", "0",
                         "--out", str(RUNS), "--progress")
-            # generated answers (a chain of thought, ~40 s each) take the first LLM_N for every method
-            if (method != "direct" or args.answer_mode == "generate") and LLM_N[kind] and args.n is None:
-                cmd += ["--limit", str(LLM_N[kind])]
+            # generated answers (a chain of thought, ~40 s each) take the first LLM_N for every method;
+            # --limit N takes the first N instead (0: the whole subset)
+            limit = LLM_N[kind] if args.limit is None else args.limit
+            if (method != "direct" or args.answer_mode == "generate") and limit and args.n is None:
+                cmd += ["--limit", str(limit)]
             t = time.time()
             print(f"== {method} on {kind} ({spec})", flush=True)
             rc = subprocess.call(cmd)
@@ -418,6 +421,8 @@ def main() -> None:
     ap.add_argument("--kinds", default="CVR,FKU,KHC")
     ap.add_argument("--methods", default="direct,vanilla_rag,tcm_diffrag")
     ap.add_argument("--n", type=int)
+    ap.add_argument("--limit", type=int, help="run: the first N questions of each kind's subset for the retrieval "
+                    "methods (default CVR 50, FKU 30, KHC 30; 0 = all of it)")
     ap.add_argument("--answer-mode", default="loglik", choices=["loglik", "generate"],
                     help="run: loglik option scores, or generated answers with a chain of thought")
     args = ap.parse_args()

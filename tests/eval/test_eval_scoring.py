@@ -283,7 +283,8 @@ def test_runner_retries_failed_answers_reads_raw_text_and_refuses_another_run(tm
 
 def test_settings_a_run_cannot_read_do_not_block_resuming_it(tmp_path):
     """A loglik run of a multiple-choice set never reads [recommend] (free-text answers), nor a
-    non-TCM method [kg.cases]: changing them resumes; a setting it reads still refuses."""
+    non-TCM method [kg.cases], nor direct answering any retrieval or gate setting: changing them
+    resumes; a setting it reads still refuses."""
     from medr2.eval.runner import RunMismatch, run
     from medr2.schema import EvalQuestion
 
@@ -312,6 +313,14 @@ def test_settings_a_run_cannot_read_do_not_block_resuming_it(tmp_path):
     run(qs[:1], answer, gen, dict(manifest, answer_mode="generate"), progress=False)
     with pytest.raises(RunMismatch, match=r"config \[recommend\]"):
         run(qs, answer, gen, dict(manifest, answer_mode="generate", config=changed), progress=False)
+    # direct answering reads no retrieval, appraisal or gate setting; it reads the generator's
+    direct = tmp_path / "medqa" / "direct" / "d"
+    d_manifest = dict(manifest, method="direct", config={"sparse": {"jieba_user_dicts": ["a.txt"]}, "llm": {"n_ctx": 2048}})
+    run(qs[:1], answer, direct, d_manifest, progress=False)
+    assert run(qs, answer, direct, dict(d_manifest, config={"sparse": {"jieba_user_dicts": []}, "gate": {"w": 1.0},
+                                                            "llm": {"n_ctx": 2048}}), progress=False)["answered"] == 1
+    with pytest.raises(RunMismatch, match=r"config \[llm\]"):
+        run(qs, answer, direct, dict(d_manifest, config={"llm": {"n_ctx": 4096}}), progress=False)
 
 
 def test_a_second_process_on_the_same_run_is_refused(tmp_path):

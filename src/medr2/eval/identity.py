@@ -58,25 +58,37 @@ def _merged(*skips: dict) -> dict:
     return out
 
 
+# The methods that answer with the generator alone, and the config sections they never read
+DIRECT_METHODS = ("direct", "direct_cot")
+NOT_READ_BY_DIRECT = ("segment", "dense", "sparse", "fusion", "rerank", "query", "formulate", "appraise", "assess",
+                      "gate", "kg", "index")
+
+
 def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
     """Config a run cannot read, by section (None: the whole section), so that a change there
     does not block resuming it: the web service's; ``[recommend]`` in a log-likelihood run (its
     questions all have options, and recommendation answers are for free-text questions);
-    ``[amt]`` outside the LLM-AMT method; ``[kg.cases]`` outside TCM-DiffRAG.
+    ``[amt]`` outside the LLM-AMT method; ``[kg.cases]`` outside TCM-DiffRAG; every retrieval,
+    appraisal and gate setting in direct answering (it reads the generator's settings and
+    ``[apply]``'s answer length only).
 
     >>> unread_settings({"method": "medr2", "answer_mode": "loglik"})
     {'serve': None, 'recommend': None, 'amt': None, 'kg': {'cases'}}
     >>> unread_settings({"method": "tcm_diffrag", "answer_mode": "generate"})
     {'serve': None, 'amt': None}
+    >>> sorted(unread_settings({"method": "direct", "answer_mode": "loglik"}))[:4]
+    ['amt', 'appraise', 'assess', 'dense']
     """
     method = manifest.get("method") or ""
     out: dict[str, Optional[set[str]]] = {"serve": None}
+    if method in DIRECT_METHODS:
+        out.update(dict.fromkeys(NOT_READ_BY_DIRECT))
     if (manifest.get("answer_mode") or "").startswith("loglik"):  # loglik, loglik-cal
         out["recommend"] = None
     if method != "llm_amt":
         out["amt"] = None
     if method != "tcm_diffrag":
-        out["kg"] = {"cases"}
+        out.setdefault("kg", {"cases"})
     return out
 
 
