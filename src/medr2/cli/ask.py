@@ -17,7 +17,7 @@ from medr2.render import print_answer
 @config_opt
 @click.option("--option", "option_pairs", multiple=True, metavar='A="TEXT"',
               help="A multiple-choice option (repeat for each).")
-@click.option("--llm", "llm_spec", help="Generator: local (bundled Qwen2.5-1.5B), none, a .gguf path, "
+@click.option("--llm", "llm_spec", help="Generator: local (bundled Qwen2.5-Coder-1.5B), none, a .gguf path, "
                                         "http(s)://HOST/v1, hf:PATH (default: llm.generator).")
 @click.option("--scorer", help="Proxy LM for usefulness (default: llm.scorer, bundled SmolLM2-135M).")
 @click.option("--pipeline", "pipeline_name", default="medr2", show_default=True, type=PipelineChoice())

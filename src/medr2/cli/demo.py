@@ -14,7 +14,7 @@ from medr2.cli.common import fail, model_errors
 @click.option("--index", "index_dir", default=".demo/index", show_default=True, type=click.Path(file_okay=False))
 @click.option("--k", default=3, show_default=True, help="Search hits shown per question.")
 @click.option("--llm", "llm_spec", default="local", show_default=True,
-              help="Generator for the answers: local (bundled Qwen2.5-1.5B), none (extractive), a .gguf, a URL; "
+              help="Generator for the answers: local (bundled Qwen2.5-Coder-1.5B), none (extractive), a .gguf, a URL; "
                    "'skip' only searches.")
 def demo(index_dir, k, llm_spec):
     """Build the demo index from the bundled illustrative corpus, search it and answer its sample questions."""

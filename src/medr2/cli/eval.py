@@ -24,7 +24,7 @@ def eval_group() -> None:
 @eval_group.command("run")
 @click.option("--dataset", "dataset_spec", required=True, metavar="NAME[:N]",
               help="A MIRAGE set (mmlu, medqa, medmcqa, pubmedqa, bioasq; needs --benchmark) or a benchmark file "
-                   "(XMedBench .jsonl, MMLU .csv, PubMedQA ori_pqal.json); :N takes a fixed seeded subset.")
+                   "(XMedBench .jsonl, MMLU .csv, PubMedQA ori_pqal.json, TCMBench .json); :N takes a fixed seeded subset.")
 @click.option("--benchmark", type=click.Path(dir_okay=False, exists=True), help="MIRAGE benchmark.json.")
 @click.option("--method", default="medr2", show_default=True, type=PipelineChoice())
 @index_opt
