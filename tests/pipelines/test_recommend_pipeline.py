@@ -150,3 +150,27 @@ def test_the_engine_gives_the_generator_path_its_own_selection():
     assert Engine._recommender(fake).c.max_items == 4
     fake.generator = object()  # plumbing stand-in: only its presence is read
     assert Engine._recommender(fake).c.max_items == 2
+
+
+def test_the_cosine_is_computed_only_where_it_decides():
+    """``choose`` takes the question-statement cosine as a function and calls it only when the
+    passage relevance alone would abstain; there a close statement withdraws the abstention."""
+    from medr2.apply.answer import EvidenceItem
+    from medr2.appraise.recommendations import extract
+
+    c = Config().recommend
+    r = Recommender(c, scorer=lambda q, t: np.full(len(t), 0.5))
+    e = EvidenceItem(1, "g1", "Guide", "guideline", 3, "")
+    cands = [(e, s) for s in extract("- Metformin should be stopped when the eGFR falls below 30 mL/min (Level B).")]
+    rel = np.full(len(cands), 0.5)
+    calls = []
+
+    def cosine(value):
+        def f():
+            calls.append(value)
+            return value
+        return f
+    assert not r.choose(Q, cands, rel, c.abstain_below + 0.1, cosine(0.0)).insufficient and calls == []
+    assert r.choose(Q, cands, rel, c.abstain_below / 2, cosine(0.0)).insufficient and calls == [0.0]
+    assert not r.choose(Q, cands, rel, c.abstain_below / 2, cosine(c.abstain_dense_below + 0.1)).insufficient
+    assert r.choose(Q, cands, rel, c.abstain_below / 2, None).insufficient  # passage relevance alone

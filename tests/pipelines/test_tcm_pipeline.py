@@ -163,3 +163,25 @@ def test_passages_k_puts_retrieved_passages_before_the_definitions(tcm_index, tm
     assert got[len(added):] == defs and 1 <= len(added) <= 2 and not set(added) & set(defs)
     assert all(r["kept"] for r in out["evidence"])  # no model: every row is read
     assert out["answer"] == base["answer"] == "A"  # the graphs' answer without a model is unchanged
+
+
+def test_min_findings_answers_a_knowledge_item_as_vanilla_rag(tcm_index, tmp_path):
+    """With ``kg.cases.min_findings``, a question naming fewer case findings is answered from
+    retrieval as vanilla RAG answers it (the same evidence, no case paths), and says so; a case
+    with enough findings still goes through the two graphs."""
+    idx, cfg, _ = tcm_index
+    routed = tmp_path / "routed.toml"
+    routed.write_text(cfg.read_text(encoding="utf-8").replace("passages_k = 0", "passages_k = 0\nmin_findings = 1"),
+                      encoding="utf-8")
+    q = ["下列哪项属于五行中的土？", "--index", idx, "--llm", "none", "--json", "--option", "A=甲木", "--option", "B=己土"]
+    out = json.loads(cli("ask", *q, "--config", routed, "--pipeline", "tcm_diffrag").stdout)
+    rag = json.loads(cli("ask", *q, "--config", routed, "--pipeline", "vanilla_rag").stdout)
+    assert out["subgraph"]["knowledge_item"] is True and out["subgraph"]["cases"] == []
+    assert any("a knowledge item, answered from retrieval" in n for n in out["notes"])
+    assert [r["passage_id"] for r in out["evidence"]] == [r["passage_id"] for r in rag["evidence"]] != []
+    # the same question without the setting goes through the graphs
+    base = json.loads(cli("ask", *q, "--config", cfg, "--pipeline", "tcm_diffrag").stdout)
+    assert "knowledge_item" not in base["subgraph"]
+    # a case with seven findings is not a knowledge item
+    case = json.loads(cli(*ask_args(idx, routed, "--json", llm="none", mode="generate")).stdout)
+    assert case["subgraph"]["cases"][0]["case_id"] == "tcmbench:CVR-1" and "knowledge_item" not in case["subgraph"]

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -134,12 +134,13 @@ class Recommender:
         return (1 - w) * ce + w * overlap
 
     def choose(self, question: str, cands: list[tuple[EvidenceItem, Statement]], rel: np.ndarray,
-               best_passage: Optional[float] = None, best_similarity: Optional[float] = None
-               ) -> RecommendationAnswer:
+               best_passage: Optional[float] = None,
+               best_similarity: Union[None, float, Callable[[], Optional[float]]] = None) -> RecommendationAnswer:
         """Steps 3-5 of the module docstring over scored candidates (pure; the bench replays it).
         ``best_passage``: the best calibrated relevance of a packed passage (the coarse
         reranker's), which decides abstention together with ``best_similarity`` (the highest
-        cosine of the question and a statement; None: passage relevance alone); when
+        cosine of the question and a statement, or a function computing it, called only where
+        the passage relevance alone would abstain; None: passage relevance alone); when
         ``best_passage`` is None, no statement reaching the floor does (``overlap_*`` floors
         without a cross-encoder)."""
         c = self.c
@@ -149,8 +150,9 @@ class Recommender:
         if self.scorer is None:
             abstain, floor = float(rel.max()) < c.overlap_abstain_below, c.overlap_min_relevance
         elif best_passage is not None:
-            abstain = best_passage < c.abstain_below and (best_similarity is None
-                                                         or best_similarity < c.abstain_dense_below)
+            abstain = best_passage < c.abstain_below
+            sim = best_similarity() if (abstain and callable(best_similarity)) else best_similarity
+            abstain = abstain and (sim is None or sim < c.abstain_dense_below)
             floor = c.min_relevance
         else:  # passages without a relevance score: no statement reaching the floor
             abstain, floor = float(rel.max()) < c.min_relevance, c.min_relevance
@@ -219,10 +221,8 @@ class Recommender:
         cands = self.candidates(evidence)
         rels = [e.relevance for e in evidence if e.relevance is not None]
         best = max(rels) if rels else None
-        # the cosine is computed only where it decides: the passage relevance alone would abstain
-        low = self.scorer is not None and best is not None and best < self.c.abstain_below
         ra = self.choose(question, cands, self.relevance(question, cands), best,
-                         self.best_similarity(question, cands) if low else None)
+                         lambda: self.best_similarity(question, cands))
         ra.answer = as_answer(ra, len(evidence))
         return ra
 

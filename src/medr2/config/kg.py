@@ -95,3 +95,9 @@ class CasesConfig(Section):
     # 3 chosen on the training fold's case vignettes (bench/README.md, "TCM-DiffRAG": 60 CVR
     # questions, 43.3% against 37.0% without on the 46 both answered, direct 38.3%).
     passages_k: int = Field(3, ge=0, le=20)
+    # a question naming fewer case findings than this (symptoms, tongue, pulse:
+    # medr2.kg.tcm.findings) is a knowledge item, not a case: no solved case can be matched by its
+    # findings, so it is answered as vanilla RAG answers it (hybrid retrieval in coarse order,
+    # packed, behind the evidence gate) and the answer's notes say so; 0 = every question through
+    # the graphs. Chosen on the training fold's knowledge items (bench/README.md, "TCM-DiffRAG").
+    min_findings: int = Field(0, ge=0)

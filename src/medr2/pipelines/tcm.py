@@ -33,6 +33,9 @@ class TCMDiffRAG(Method):
         e, c = self.engine, self.engine.config.kg.cases
         matcher, terms = e.tcm
         qf = findings(question)
+        if len(qf) < c.min_findings:
+            self.knowledge_item(question, options, qf, res)
+            return
         with stage("cases"):
             cases = matcher.match(question, c.k, self.exclude_docs, qf) if c.k else []
         names = list(options.values()) + [n for m in cases for n in m["nodes"].values()]
@@ -78,6 +81,25 @@ class TCMDiffRAG(Method):
                              "standard's text)")
         res.subgraph = {"findings": qf, "definitions": general, "option_support": support,
                         "cases": [{k: m[k] for k in CASE_FIELDS} for m in cases], "prompt": block}
+        res.evidence = rows
+        self.finish(res, ans)
+
+    def knowledge_item(self, question: str, options: dict[str, str], qf: list[str], res: AskResult) -> None:
+        """A question with fewer than ``kg.cases.min_findings`` case findings, answered as vanilla
+        RAG answers it: hybrid retrieval in coarse order, packed, behind the evidence gate."""
+        f = self.gated_formulate(question, res)  # vanilla RAG's query (and its empty-index answer)
+        if f is None:
+            return
+        notes = [f"{len(qf)} case finding(s) in the question (fewer than kg.cases.min_findings = "
+                 f"{self.engine.config.kg.cases.min_findings}): a knowledge item, answered from retrieval "
+                 "without the case graph"]
+        hits = self.retrieve(f.query, notes)
+        with stage("evidence_level"):
+            rows = base_rows(hits, self.engine.leveler)
+        ans = self.gated_generate(question, options, self.pack(rows), rows, res)
+        ans.notes = notes + ans.notes
+        res.subgraph = {"findings": qf, "definitions": [], "option_support": {}, "cases": [], "prompt": "",
+                        "knowledge_item": True}
         res.evidence = rows
         self.finish(res, ans)
 
