@@ -315,12 +315,37 @@ def test_settings_a_run_cannot_read_do_not_block_resuming_it(tmp_path):
         run(qs, answer, gen, dict(manifest, answer_mode="generate", config=changed), progress=False)
     # direct answering reads no retrieval, appraisal or gate setting; it reads the generator's
     direct = tmp_path / "medqa" / "direct" / "d"
-    d_manifest = dict(manifest, method="direct", config={"sparse": {"jieba_user_dicts": ["a.txt"]}, "llm": {"n_ctx": 2048}})
+    d_cfg = {"sparse": {"jieba_user_dicts": ["a.txt"]}, "gate": {"w": 0.5}, "llm": {"n_ctx": 2048},
+             "query": {"max_query_chars": 4000, "max_question_chars": 20000}}
+    d_manifest = dict(manifest, method="direct", config=d_cfg)
     run(qs[:1], answer, direct, d_manifest, progress=False)
-    assert run(qs, answer, direct, dict(d_manifest, config={"sparse": {"jieba_user_dicts": []}, "gate": {"w": 1.0},
-                                                            "llm": {"n_ctx": 2048}}), progress=False)["answered"] == 1
+    moved = dict(d_cfg, sparse={"jieba_user_dicts": []}, gate={"w": 1.0}, query={"max_query_chars": 100,
+                                                                                 "max_question_chars": 20000})
+    assert run(qs, answer, direct, dict(d_manifest, config=moved), progress=False)["answered"] == 1
     with pytest.raises(RunMismatch, match=r"config \[llm\]"):
-        run(qs, answer, direct, dict(d_manifest, config={"llm": {"n_ctx": 4096}}), progress=False)
+        run(qs, answer, direct, dict(d_manifest, config=dict(d_cfg, llm={"n_ctx": 4096})), progress=False)
+    with pytest.raises(RunMismatch, match=r"config \[query\]"):  # every question passes the length check
+        run(qs, answer, direct, dict(d_manifest, config=dict(d_cfg, query={"max_question_chars": 10})), progress=False)
+
+
+def test_a_run_recorded_before_a_setting_existed_resumes_only_at_its_old_value(tmp_path):
+    """A manifest that lacks a setting added since (``ADDED_KEYS``) is read with the value that
+    reproduces what it did: TCM-DiffRAG runs made before ``kg.cases.min_findings`` resume at 0
+    and are refused at another value."""
+    from medr2.eval.runner import RunMismatch, run
+    from medr2.schema import EvalQuestion
+
+    qs = [EvalQuestion(dataset="tcm", id=f"q{i}", question="?", options={"A": "a", "B": "b"}, answer="B")
+          for i in range(3)]
+    out = tmp_path / "tcm" / "tcm_diffrag" / "m"
+    old = {"dataset": "tcm:3", "subset_seed": 0, "method": "tcm_diffrag", "answer_mode": "loglik",
+           "config": {"kg": {"cases": {"k": 3, "passages_k": 3}}}}
+    run(qs[:1], lambda q: {"answer": "B", "rationale": ""}, out, old, progress=False)
+    routed = dict(old, config={"kg": {"cases": {"k": 3, "passages_k": 3, "min_findings": 2}}})
+    with pytest.raises(RunMismatch, match=r"config \[kg\]"):  # the old manifest read with min_findings 0
+        run(qs, lambda q: {"answer": "B", "rationale": ""}, out, routed, progress=False)
+    now = dict(old, config={"kg": {"cases": {"k": 3, "passages_k": 3, "min_findings": 0}}})
+    assert run(qs[:2], lambda q: {"answer": "B", "rationale": ""}, out, now, progress=False)["answered"] == 1
 
 
 def test_a_second_process_on_the_same_run_is_refused(tmp_path):

@@ -179,6 +179,8 @@ def test_min_findings_answers_a_knowledge_item_as_vanilla_rag(tcm_index, tmp_pat
     assert out["subgraph"]["knowledge_item"] is True and out["subgraph"]["cases"] == []
     assert any("a knowledge item, answered from retrieval" in n for n in out["notes"])
     assert [r["passage_id"] for r in out["evidence"]] == [r["passage_id"] for r in rag["evidence"]] != []
+    assert (out["answer"], out["gate"]) == (rag["answer"], rag["gate"])
+    assert [r["context_ids"] for r in out["rounds"]] == [r["context_ids"] for r in rag["rounds"]]
     # the same question without the setting goes through the graphs
     base = json.loads(cli("ask", *q, "--config", cfg, "--pipeline", "tcm_diffrag").stdout)
     assert "knowledge_item" not in base["subgraph"]

@@ -99,5 +99,6 @@ class CasesConfig(Section):
     # medr2.kg.tcm.findings) is a knowledge item, not a case: no solved case can be matched by its
     # findings, so it is answered as vanilla RAG answers it (hybrid retrieval in coarse order,
     # packed, behind the evidence gate) and the answer's notes say so; 0 = every question through
-    # the graphs. Chosen on the training fold's knowledge items (bench/README.md, "TCM-DiffRAG").
+    # the graphs. medr2.kg.tcm.findings reads none below 2, so 1 and 2 route the same questions.
+    # Chosen on the training fold's knowledge items (bench/README.md, "TCM-DiffRAG").
     min_findings: int = Field(0, ge=0)

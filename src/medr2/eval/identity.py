@@ -58,10 +58,21 @@ def _merged(*skips: dict) -> dict:
     return out
 
 
-# The methods that answer with the generator alone, and the config sections they never read
+# The methods that answer with the generator alone, and the config they never read (None: the
+# whole section): every question still passes the length check (query.max_question_chars)
 DIRECT_METHODS = ("direct", "direct_cot")
-NOT_READ_BY_DIRECT = ("segment", "dense", "sparse", "fusion", "rerank", "query", "formulate", "appraise", "assess",
-                      "gate", "kg", "index")
+NOT_READ_BY_DIRECT: dict[str, Optional[set[str]]] = {
+    **dict.fromkeys(("segment", "dense", "sparse", "fusion", "rerank", "formulate", "appraise", "assess", "gate",
+                     "kg", "index")),
+    "query": {"max_query_chars"}}
+
+# Settings added since some runs were recorded, with the value that reproduces what those runs
+# did: an older manifest that lacks one is read with it, so a run made before a setting existed
+# is not resumed under a value that changes its answers (a key neither records is not compared).
+ADDED_KEYS: dict[tuple[str, ...], object] = {
+    ("kg", "cases", "passages_k"): 0,  # the retrieval union of TCM-DiffRAG (2026-12-05)
+    ("kg", "cases", "min_findings"): 0,  # knowledge items answered from retrieval (2026-12-06)
+}
 
 
 def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
@@ -69,8 +80,8 @@ def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
     does not block resuming it: the web service's; ``[recommend]`` in a log-likelihood run (its
     questions all have options, and recommendation answers are for free-text questions);
     ``[amt]`` outside the LLM-AMT method; ``[kg.cases]`` outside TCM-DiffRAG; every retrieval,
-    appraisal and gate setting in direct answering (it reads the generator's settings and
-    ``[apply]``'s answer length only).
+    appraisal and gate setting in direct answering (it reads the generator's settings,
+    ``[apply]``'s answer length and ``query.max_question_chars``).
 
     >>> unread_settings({"method": "medr2", "answer_mode": "loglik"})
     {'serve': None, 'recommend': None, 'amt': None, 'kg': {'cases'}}
@@ -82,7 +93,7 @@ def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
     method = manifest.get("method") or ""
     out: dict[str, Optional[set[str]]] = {"serve": None}
     if method in DIRECT_METHODS:
-        out.update(dict.fromkeys(NOT_READ_BY_DIRECT))
+        out.update(NOT_READ_BY_DIRECT)
     if (manifest.get("answer_mode") or "").startswith("loglik"):  # loglik, loglik-cal
         out["recommend"] = None
     if method != "llm_amt":
@@ -93,16 +104,29 @@ def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
 
 
 def moved_keys_read(config: dict) -> dict:
-    """A stored config (an older run's manifest) with keys that have moved read at their new place.
+    """A stored config (an older run's manifest) with keys that have moved read at their new place,
+    and settings added since (:data:`ADDED_KEYS`) at the value it ran with.
 
     >>> moved_keys_read({"appraise": {"context_tokens": 1024, "alpha": 1.0}})
     {'appraise': {'alpha': 1.0}, 'apply': {'context_tokens': 1024}}
+    >>> moved_keys_read({"kg": {"cases": {"k": 3}}})["kg"]["cases"]
+    {'k': 3, 'passages_k': 0, 'min_findings': 0}
     """
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}
     for (old_t, key), (new_t, new_key) in MOVED_KEYS.items():
         if isinstance(out.get(old_t), dict) and key in out[old_t]:
             value = out[old_t].pop(key)
             out.setdefault(new_t, {}).setdefault(new_key, value)
+    for path, value in ADDED_KEYS.items():  # copies down the path, so the caller's dict is not changed
+        parent, ok = out, True
+        for name in path[:-1]:
+            if not isinstance(parent.get(name), dict):
+                ok = False
+                break
+            parent[name] = dict(parent[name])
+            parent = parent[name]
+        if ok:
+            parent.setdefault(path[-1], value)
     return out
 
 

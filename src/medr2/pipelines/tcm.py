@@ -23,7 +23,7 @@ from medr2.formulate.formulator import query_text
 from medr2.kg.tcm import definition_match, findings, option_scores
 from medr2.llm.base import LLMError, stage
 from medr2.pipelines.base import Method
-from medr2.schema import AskResult, Hit, SourceType
+from medr2.schema import AskResult, Hit, RoundRecord, SourceType
 
 CASE_FIELDS = ("case_id", "score", "finding_score", "text_score", "matched", "nodes", "path", "answer", "reasoning")
 
@@ -31,11 +31,11 @@ CASE_FIELDS = ("case_id", "score", "finding_score", "text_score", "matched", "no
 class TCMDiffRAG(Method):
     def answer(self, question: str, options: dict[str, str], res: AskResult) -> None:
         e, c = self.engine, self.engine.config.kg.cases
-        matcher, terms = e.tcm
         qf = findings(question)
-        if len(qf) < c.min_findings:
+        if len(qf) < c.min_findings:  # before the case graph is read: a knowledge item needs none
             self.knowledge_item(question, options, qf, res)
             return
+        matcher, terms = e.tcm
         with stage("cases"):
             cases = matcher.match(question, c.k, self.exclude_docs, qf) if c.k else []
         names = list(options.values()) + [n for m in cases for n in m["nodes"].values()]
@@ -86,18 +86,25 @@ class TCMDiffRAG(Method):
 
     def knowledge_item(self, question: str, options: dict[str, str], qf: list[str], res: AskResult) -> None:
         """A question with fewer than ``kg.cases.min_findings`` case findings, answered as vanilla
-        RAG answers it: hybrid retrieval in coarse order, packed, behind the evidence gate."""
+        RAG answers it: hybrid retrieval in coarse order, packed, behind the evidence gate (a
+        generated answer keeps this pipeline's chain of thought, as ``+cot``)."""
         f = self.gated_formulate(question, res)  # vanilla RAG's query (and its empty-index answer)
         if f is None:
             return
         notes = [f"{len(qf)} case finding(s) in the question (fewer than kg.cases.min_findings = "
                  f"{self.engine.config.kg.cases.min_findings}): a knowledge item, answered from retrieval "
                  "without the case graph"]
+        rec = RoundRecord(round=1, query=f.query)
         hits = self.retrieve(f.query, notes)
+        rec.coarse_ids = [h.passage_id for h in hits]
         with stage("evidence_level"):
             rows = base_rows(hits, self.engine.leveler)
-        ans = self.gated_generate(question, options, self.pack(rows), rows, res)
+        evidence = self.pack(rows)
+        ans = self.gated_generate(question, options, evidence, rows, res)
         ans.notes = notes + ans.notes
+        rec.context_ids = [x.passage_id for x in evidence]
+        rec.answer, rec.insufficient = ans.answer, ans.insufficient
+        res.rounds.append(rec)
         res.subgraph = {"findings": qf, "definitions": [], "option_support": {}, "cases": [], "prompt": "",
                         "knowledge_item": True}
         res.evidence = rows
