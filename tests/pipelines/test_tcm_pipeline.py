@@ -26,9 +26,10 @@ def tcm_index(tmp_path_factory):
     root = tmp_path_factory.mktemp("tcm")
     w = write_world(root / "data")
     cfg = root / "tcm.toml"
-    # the graphs alone (kg.cases.passages_k = 0): the union with retrieval has its own test below
+    # the graphs alone (kg.cases.passages_k = 0), for every question (min_findings = 0): the union
+    # with retrieval and the knowledge items answered from it have their own tests below
     cfg.write_text(f'[llm]\nn_ctx = 2048\ncache_path = "{root / "llm.sqlite"}"\n[rerank]\ncross_encoder = ""\n'
-                   '[kg.cases]\npassages_k = 0\n', encoding="utf-8")
+                   '[kg.cases]\npassages_k = 0\nmin_findings = 0\n', encoding="utf-8")
     idx = root / "idx"
     cli("ingest", w["gbt"], w["cvr"], w["fku"], "--index", idx, "--config", cfg)
     cli("kg", "cases", w["cvr"], "--index", idx)
@@ -171,8 +172,7 @@ def test_min_findings_answers_a_knowledge_item_as_vanilla_rag(tcm_index, tmp_pat
     with enough findings still goes through the two graphs."""
     idx, cfg, _ = tcm_index
     routed = tmp_path / "routed.toml"
-    routed.write_text(cfg.read_text(encoding="utf-8").replace("passages_k = 0", "passages_k = 0\nmin_findings = 1"),
-                      encoding="utf-8")
+    routed.write_text(cfg.read_text(encoding="utf-8").replace("min_findings = 0", "min_findings = 1"), encoding="utf-8")
     q = ["下列哪项属于五行中的土？", "--index", idx, "--llm", "none", "--json", "--option", "A=甲木", "--option", "B=己土"]
     out = json.loads(cli("ask", *q, "--config", routed, "--pipeline", "tcm_diffrag").stdout)
     rag = json.loads(cli("ask", *q, "--config", routed, "--pipeline", "vanilla_rag").stdout)
