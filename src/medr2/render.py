@@ -78,6 +78,9 @@ def _tcm_lines(sg: dict) -> Iterator[str]:
     from medr2.apply.kg_prompt import pairs_text, path_text
 
     yield f"\nFindings of this case: {'、'.join(sg['findings']) or 'none (a knowledge question)'}"
+    if sg.get("knowledge_item"):
+        yield "Answered from retrieval (kg.cases.min_findings): no solved case is matched without case findings."
+        return
     for d in sg.get("definitions", []):
         if d["pairs"]:
             yield (f"  option {d['option']} {d['term']} [{fmt(d.get('n'))}]: definition lists "

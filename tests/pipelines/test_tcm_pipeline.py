@@ -178,6 +178,8 @@ def test_min_findings_answers_a_knowledge_item_as_vanilla_rag(tcm_index, tmp_pat
     rag = json.loads(cli("ask", *q, "--config", routed, "--pipeline", "vanilla_rag").stdout)
     assert out["subgraph"]["knowledge_item"] is True and out["subgraph"]["cases"] == []
     assert any("a knowledge item, answered from retrieval" in n for n in out["notes"])
+    text = cli("ask", *[x for x in q if x != "--json"], "--config", routed, "--pipeline", "tcm_diffrag").stdout
+    assert "Answered from retrieval" in text and "Matched solved cases" not in text
     assert [r["passage_id"] for r in out["evidence"]] == [r["passage_id"] for r in rag["evidence"]] != []
     assert (out["answer"], out["gate"]) == (rag["answer"], rag["gate"])
     assert [r["context_ids"] for r in out["rounds"]] == [r["context_ids"] for r in rag["rounds"]]
