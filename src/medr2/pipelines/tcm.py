@@ -22,13 +22,13 @@ from medr2.apply.answer import Answer, EvidenceItem, failed_answer
 from medr2.formulate.formulator import query_text
 from medr2.kg.tcm import definition_match, findings, option_scores
 from medr2.llm.base import LLMError, stage
-from medr2.pipelines.base import Method
-from medr2.schema import AskResult, Hit, RoundRecord, SourceType
+from medr2.pipelines.rag import RAG
+from medr2.schema import AskResult, Hit, SourceType
 
 CASE_FIELDS = ("case_id", "score", "finding_score", "text_score", "matched", "nodes", "path", "answer", "reasoning")
 
 
-class TCMDiffRAG(Method):
+class TCMDiffRAG(RAG):
     def answer(self, question: str, options: dict[str, str], res: AskResult) -> None:
         e, c = self.engine, self.engine.config.kg.cases
         qf = findings(question)
@@ -85,30 +85,15 @@ class TCMDiffRAG(Method):
         self.finish(res, ans)
 
     def knowledge_item(self, question: str, options: dict[str, str], qf: list[str], res: AskResult) -> None:
-        """A question with fewer than ``kg.cases.min_findings`` case findings, answered as vanilla
-        RAG answers it: hybrid retrieval in coarse order, packed, behind the evidence gate (a
-        generated answer keeps this pipeline's chain of thought, as ``+cot``)."""
-        f = self.gated_formulate(question, res)  # vanilla RAG's query (and its empty-index answer)
-        if f is None:
-            return
-        notes = [f"{len(qf)} case finding(s) in the question (fewer than kg.cases.min_findings = "
-                 f"{self.engine.config.kg.cases.min_findings}): a knowledge item, answered from retrieval "
-                 "without the case graph"]
-        rec = RoundRecord(round=1, query=f.query)
-        hits = self.retrieve(f.query, notes)
-        rec.coarse_ids = [h.passage_id for h in hits]
-        with stage("evidence_level"):
-            rows = base_rows(hits, self.engine.leveler)
-        evidence = self.pack(rows)
-        ans = self.gated_generate(question, options, evidence, rows, res)
-        ans.notes = notes + ans.notes
-        rec.context_ids = [x.passage_id for x in evidence]
-        rec.answer, rec.insufficient = ans.answer, ans.insufficient
-        res.rounds.append(rec)
+        """A question with fewer than ``kg.cases.min_findings`` case findings, answered by vanilla
+        RAG's round (:class:`RAG`: hybrid retrieval in coarse order, packed, behind the evidence
+        gate; a generated answer keeps this pipeline's chain of thought, as ``+cot``)."""
+        res.notes.append(f"{len(qf)} case finding(s) in the question (fewer than kg.cases.min_findings = "
+                         f"{self.engine.config.kg.cases.min_findings}): a knowledge item, answered from retrieval "
+                         "without the case graph")
         res.subgraph = {"findings": qf, "definitions": [], "option_support": {}, "cases": [], "prompt": "",
                         "knowledge_item": True}
-        res.evidence = rows
-        self.finish(res, ans)
+        RAG.answer(self, question, options, res)
 
     def fused_answer(self, question: str, options: dict[str, str], evidence: list[EvidenceItem], block: str,
                      support: dict[str, dict], weight: float) -> Answer:
