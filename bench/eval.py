@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -151,6 +152,89 @@ def zh_index() -> Path:
     return index
 
 
+TEXTBOOKS = SHARED / "corpora" / "textbooks"
+# Apollo's English samples added to the second index by source type (Medical_Exam is left out, as
+# for the Chinese index: exam items could be the evaluation questions themselves).
+EN_MIXED = {"Book": "book", "Guideline": "guideline", "Paper": "paper", "Wiki": "entry"}
+
+
+def mirage_stems(n: int = 40) -> set[str]:
+    """The first N characters (lower-cased) of every MIRAGE question of the five English sets: a
+    corpus record holding one is an evaluation question's own source and stays out."""
+    bench = json.loads(MIRAGE.read_text(encoding="utf-8"))
+    stems = {" ".join(q["question"].lower().split())[:n] for qs in bench.values() for q in qs.values()}
+    return {x for x in stems if len(x) >= n}
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def extended_corpus(folder: Path, default_corpus: Path) -> list[tuple[Path, str]]:
+    """The corpora of ../shared/data that the default index leaves out (issue 35's second index):
+    both OpenStax textbooks whole (Anatomy and Physiology 2e; Microbiology beyond its first 60
+    modules), every MedQuAD answer, the 299 PubMed abstracts, Apollo's English book / guideline /
+    paper / wiki answers, the raw guideline chunks and the case reports. MedMCQA's explanations
+    and Apollo's exam items are not added (they are, or may be, the evaluation questions' own
+    sources), nor any record that holds the start of a MIRAGE question. Returns (file, source
+    type) pairs; the default index's documents are not repeated (same doc ids: unchanged, skipped)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    stems = mirage_stems()
+
+    def holds_question(text: str) -> bool:  # a question starts a word: look up the 40 characters at each word start
+        t = " ".join(text.lower().split())
+        return any(t[m.start():m.start() + 40] in stems for m in re.finditer(r"(?<!\S)\S", t))
+
+    def clean(rows: list[dict]) -> list[dict]:
+        kept = [r for r in rows if not holds_question(r["text"])]
+        dropped[0] += len(rows) - len(kept)
+        return kept
+
+    dropped = [0]
+    files = [(TEXTBOOKS / "anatomy_physiology_2e.jsonl", "book"), (TEXTBOOKS / "microbiology.jsonl", "book")]
+    have = {json.loads(x)["id"] for x in (default_corpus / "medquad_answers.jsonl").read_text().splitlines() if x}
+    medquad = []
+    with (SHARED / "corpora" / "medquad" / "medquad.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            r = json.loads(line)
+            if r.get("answer", "").strip() and r["qid"] not in have:
+                medquad.append({"id": r["qid"], "title": r["focus"], "text": r["answer"], "source_type": "entry"})
+    files.append((write_jsonl(folder / "medquad_rest.jsonl", clean(medquad)), "entry"))
+    abstracts = json.loads((SHARED / "corpora" / "pubmed" / "pubmed_abstracts_299.json").read_text(encoding="utf-8"))
+    rows = [{"id": f"pubmed299-{i}", "title": a.strip().split("\n")[0][:200], "text": a.strip()}
+            for i, a in enumerate(abstracts)]
+    files.append((write_jsonl(folder / "pubmed_299.jsonl", clean(rows)), "paper"))
+    for name, stype in EN_MIXED.items():
+        pairs = json.loads((MIXED / f"Medical_{name}_en_sampled.json").read_text(encoding="utf-8"))
+        rows = [{"id": f"apollo-{name.lower()}-en-{i}", "title": q.strip().splitlines()[0][:200],
+                 "text": f"Q: {q.strip()}\nA: {a.strip()}"} for i, (q, a) in enumerate(pairs)]
+        files.append((write_jsonl(folder / f"apollo_{name.lower()}_en.jsonl", clean(rows)), stype))
+    for name, src, stype in (("guideline_chunks", SHARED / "corpora" / "guidelines" / "raw_guideline_chunks_en.jsonl",
+                              "guideline"), ("case_reports", MIXED / "case_reports_en.jsonl", "paper")):
+        texts = [json.loads(x)[0].strip() for x in src.read_text(encoding="utf-8").splitlines() if x.strip()]
+        rows = [{"id": f"{name}-{i}", "title": t.split("\n")[0][:120], "text": t} for i, t in enumerate(texts) if t]
+        files.append((write_jsonl(folder / f"{name}.jsonl", clean(rows)), stype))
+    print(f"second index: {dropped[0]} records dropped as holding a MIRAGE question", flush=True)
+    return files
+
+
+def extended_index() -> Path:
+    """The second evaluation index (issue 35): the default one plus ``extended_corpus``. Built once
+    (a copy of the default index, then one ``medr2 ingest`` a file, resumable)."""
+    index = OUT / "index-extended"
+    if (index / "extended-built").exists():
+        return index
+    if not (index / "store.sqlite").exists():
+        ensure_index(OUT / "index")
+        shutil.copytree(OUT / "index", index, dirs_exist_ok=True)
+    t = time.time()
+    for f, stype in extended_corpus(OUT / "extended-corpus", ROOT / "bench" / "out" / "default" / "corpus"):
+        subprocess.check_call(medr2("ingest", str(f), "--index", str(index), "--source-type", stype, "--progress"))
+    (index / "extended-built").write_text(f"built in {time.time() - t:.0f} s\n")
+    return index
+
+
 def run_pair(method: str, dataset: str, args) -> int:
     spec = f"{DATASETS[dataset]}:{args.n}"
     index = zh_index() if dataset == "mcmle" and method not in ("direct", "direct_cot") else args.index
@@ -213,6 +297,9 @@ def main() -> None:
                     "order; answered ones are skipped, so a rerun with a larger N continues)")
     ap.add_argument("--answer-mode", default="loglik", choices=["loglik", "loglik-cal", "generate"])
     ap.add_argument("--index", type=Path, default=OUT / "index")
+    ap.add_argument("--extended-index", action="store_true",
+                    help=f"retrieve from the second index ({OUT / 'index-extended'}: the default one plus the "
+                         "other corpora of ../shared/data, built on first use); overrides --index")
     ap.add_argument("--config", type=Path, default=ROOT / "bench" / "eval.toml")
     ap.add_argument("--runs", type=Path, help=f"run records (default {RESULTS / 'runs'}; with --order paper "
                     f"{ORDER_RUNS})")
@@ -263,6 +350,8 @@ def main() -> None:
         # for question (tests/pipelines/test_ask.py checks it), so medr2's records stand for it.
         print("+reformulator+reranker skipped: in loglik mode it is medr2's run (one round of both modules)")
         methods = [m for m in methods if m != "+reformulator+reranker"]
+    if args.extended_index:
+        args.index = extended_index()
     ensure_index(args.index)
     failed = []
     for method in methods:

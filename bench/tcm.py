@@ -105,14 +105,18 @@ def match() -> list[str]:
 
     c = Config.load(CONFIG).kg.cases
     kg = open_kg(OUT / "index")
-    matcher = CaseMatcher(cases_from_kg(kg), c.finding_weight, c.min_similarity)
+    cases = cases_from_kg(kg)
+    matcher = CaseMatcher(cases, c.finding_weight, c.min_similarity)
     kg.close()
-    lines = ["| items | questions | syndrome questions | gold syndrome in a matched path | gold option named by a "
-             "matched case | exact duplicate in the training fold |", "|---|---:|---:|---:|---:|---:|"]
+    # the ceiling of matching: the syndromes any solved case of the training fold names
+    known = [s for s in (strip_suffix(x.nodes().get("syndrome", "")) for x in cases) if s]
+    lines = ["| items | questions | syndrome questions | gold syndrome in a matched path | gold syndrome in any "
+             "training case | gold option named by a matched case | exact duplicate in the training fold |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for kind in KINDS:
         seen = {(it.text.replace(" ", ""), tuple(sorted(it.options.values())))
                 for it in read_tcmbench(OUT / "train" / f"{kind}.json")}
-        n = syn = syn_hit = named = dup = 0
+        n = syn = syn_hit = syn_any = named = dup = 0
         for it in read_tcmbench(OUT / "eval" / f"{kind}.json"):
             got = matcher.match(it.text, c.k)
             gold = strip_suffix(it.answer_text)
@@ -122,9 +126,10 @@ def match() -> list[str]:
             named += any(similarity(gold, strip_suffix(x)) >= 0.8 for x in names)
             if aspect(it.stem, it.answer_text) == "syndrome":
                 syn += 1
+                syn_any += any(similarity(gold, x) >= 0.8 for x in known)
                 syn_hit += any(similarity(gold, strip_suffix(m["nodes"].get("syndrome", ""))) >= 0.8
                                for m in got if m["nodes"].get("syndrome"))
-        lines.append(f"| {kind} | {n} | {syn} | {syn_hit} | {named} ({named / max(n, 1):.1%}) | {dup} |")
+        lines.append(f"| {kind} | {n} | {syn} | {syn_hit} | {syn_any} | {named} ({named / max(n, 1):.1%}) | {dup} |")
     print("\n".join(lines))
     return lines
 
