@@ -159,10 +159,16 @@ EN_MIXED = {"Book": "book", "Guideline": "guideline", "Paper": "paper", "Wiki": 
 
 
 def mirage_stems(n: int = 40) -> set[str]:
-    """The first N characters (lower-cased) of every MIRAGE question of the five English sets: a
-    corpus record holding one is an evaluation question's own source and stays out."""
+    """The first N characters (lower-cased) of every MIRAGE question of the five English sets and of
+    every PubMedQA abstract section: a corpus record holding one is an evaluation question's own
+    source and stays out."""
     bench = json.loads(MIRAGE.read_text(encoding="utf-8"))
-    stems = {" ".join(q["question"].lower().split())[:n] for qs in bench.values() for q in qs.values()}
+    texts = [q["question"] for qs in bench.values() for q in qs.values()]
+    # PubMedQA's abstracts too: the default index holds them and leaves each question's own out at
+    # retrieval time (by its PMID), which a copy of the abstract under another id would escape
+    pqal = json.loads((SHARED / "benchmarks" / "pubmedqa" / "ori_pqal.json").read_text(encoding="utf-8"))
+    texts += [c for r in pqal.values() for c in r["CONTEXTS"]]
+    stems = {" ".join(t.lower().split())[:n] for t in texts}
     return {x for x in stems if len(x) >= n}
 
 
@@ -177,7 +183,7 @@ def extended_corpus(folder: Path, default_corpus: Path) -> list[tuple[Path, str]
     modules), every MedQuAD answer, the 299 PubMed abstracts, Apollo's English book / guideline /
     paper / wiki answers, the raw guideline chunks and the case reports. MedMCQA's explanations
     and Apollo's exam items are not added (they are, or may be, the evaluation questions' own
-    sources), nor any record that holds the start of a MIRAGE question. Returns (file, source
+    sources), nor any record that holds the start of a MIRAGE question or PubMedQA abstract. Returns (file, source
     type) pairs; the default index's documents are not repeated (same doc ids: unchanged, skipped)."""
     folder.mkdir(parents=True, exist_ok=True)
     stems = mirage_stems()
@@ -215,7 +221,7 @@ def extended_corpus(folder: Path, default_corpus: Path) -> list[tuple[Path, str]
         texts = [json.loads(x)[0].strip() for x in src.read_text(encoding="utf-8").splitlines() if x.strip()]
         rows = [{"id": f"{name}-{i}", "title": t.split("\n")[0][:120], "text": t} for i, t in enumerate(texts) if t]
         files.append((write_jsonl(folder / f"{name}.jsonl", clean(rows)), stype))
-    print(f"second index: {dropped[0]} records dropped as holding a MIRAGE question", flush=True)
+    print(f"second index: {dropped[0]} records dropped as holding a MIRAGE question or PubMedQA abstract", flush=True)
     return files
 
 
