@@ -69,6 +69,8 @@ NOT_READ_BY_DIRECT: dict[str, Optional[set[str]]] = {
 # Settings added since some runs were recorded, with the value that reproduces what those runs
 # did: an older manifest that lacks one is read with it, so a run made before a setting existed
 # is not resumed under a value that changes its answers (a key neither records is not compared).
+# Every setting added after 2026-12-06 belongs here (tests/eval/test_identity_keys.py checks the
+# config's keys against a snapshot of that day).
 ADDED_KEYS: dict[tuple[str, ...], object] = {
     ("kg", "cases", "passages_k"): 0,  # the retrieval union of TCM-DiffRAG (2026-12-05)
     ("kg", "cases", "min_findings"): 0,  # knowledge items answered from retrieval (2026-12-06)
