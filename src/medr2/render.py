@@ -45,11 +45,13 @@ def answer_lines(res, explain: bool) -> Iterator[str]:
     yield f"\nAnswer ({res.pipeline}, {res.method}):{sep}{res.answer}{flag}"
     if res.rationale:
         yield f"Rationale: {res.rationale}"
+    if quoted and any(r.section for r in res.recommendations):  # the headings they sit under in their guideline
+        yield "Under: " + "; ".join(f"[{r.n}] {r.section}" for r in res.recommendations if r.section)
     if res.recommendations and not quoted:
         yield "Recommendations that apply (strongest first):"
         for r in res.recommendations:
             grade = f"{r.grade}, {r.strength}" if r.grade else "ungraded"
-            yield f"  [{r.n}] ({grade}; {r.direction}) {r.statement}"
+            yield f"  [{r.n}] ({grade}; {r.direction}) {r.statement}" + (f" (under: {r.section})" if r.section else "")
         if res.uncovered:
             yield "Not covered by these recommendations: " + "; ".join(res.uncovered)
     if res.citations:

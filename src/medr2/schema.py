@@ -239,6 +239,7 @@ class Recommendation(_Model):
     strength: Optional[str] = None  # strong, moderate, weak, consensus, insufficient; None: ungraded
     direction: str = "neutral"  # for, against, neutral
     population: Optional[str] = None
+    section: Optional[str] = None  # the heading it sits under in its guideline ("Management of Severe CDI")
     relevance: Optional[float] = None
     covers: list[str] = Field(default_factory=list)  # parts of the question it covers
 

@@ -163,6 +163,43 @@ def test_list_header_grade_is_inherited_through_the_document():
     assert (rec.grade, rec.strength) == ("Level C", "weak")
 
 
+# one guideline's treatment section, as NGC summaries write it: a heading line inside the text
+CDI = [
+    EvidenceItem(1, "p-mild", "CDI guideline", "guideline", 3,
+                 "- Testing for cure should not be done.\nManagement of Mild-to-Moderate CDI\n"
+                 "- Patients should be treated with metronidazole 500 mg orally for 10 days."),
+    EvidenceItem(2, "p-severe", "CDI guideline", "guideline", 3,
+                 "- Patients should be treated with vancomycin 125 mg four times daily for 10 days."),
+]
+CDI_BEFORE = {"p-mild": ["Diagnosis", "- Only stools from patients with diarrhea should be tested."],
+              "p-severe": ["Management of Severe CDI"]}
+
+
+def cdi_recommender(**kw):
+    cfg = RecommendConfig(**{"overlap_weight": 1.0, "min_relevance": 0.0, "keep_ratio": 0.0, "max_items": 5, **kw})
+    return Recommender(cfg, scorer_for(lambda t: 0.5), previous=lambda ids: {i: CDI_BEFORE[i] for i in ids})
+
+
+def test_statements_carry_the_section_heading_they_sit_under():
+    cands = cdi_recommender().candidates(CDI)
+    # the heading inside the passage applies to the statement after it, and is no part of the one
+    # before it (that one sits under the heading before the passage)
+    assert [(s.statement, s.section) for _, s in cands] == [
+        ("Testing for cure should not be done.", "Diagnosis"),
+        ("Patients should be treated with metronidazole 500 mg orally for 10 days.", "Management of Mild-to-Moderate CDI"),
+        ("Patients should be treated with vancomycin 125 mg four times daily for 10 days.", "Management of Severe CDI")]
+
+
+def test_the_section_heading_decides_between_statements_that_tie_on_their_own_words():
+    q = "How should severe CDI be treated?"
+    ra = cdi_recommender(max_items=1).answer(q, CDI)
+    (rec,) = ra.recommendations
+    assert "vancomycin" in rec.statement and rec.section == "Management of Severe CDI"
+    # without the headings the two treatment statements tie and the first one read wins
+    (plain,) = cdi_recommender(max_items=1, section_headings=False).answer(q, CDI).recommendations
+    assert "metronidazole" in plain.statement and plain.section is None
+
+
 def test_outside_guidelines_only_graded_statements_count():
     ev = [EvidenceItem(1, "op", "Opinion", "paper", 9, "I believe metformin should be stopped below an eGFR of 45."),
           EvidenceItem(2, "rct", "Trial", "paper", 2, "Metformin should be continued to an eGFR of 30 (Grade B).")]

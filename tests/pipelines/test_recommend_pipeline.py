@@ -174,3 +174,14 @@ def test_the_cosine_is_computed_only_where_it_decides():
     assert r.choose(Q, cands, rel, c.abstain_below / 2, cosine(0.0)).insufficient and calls == [0.0]
     assert not r.choose(Q, cands, rel, c.abstain_below / 2, cosine(c.abstain_dense_below + 0.1)).insufficient
     assert r.choose(Q, cands, rel, c.abstain_below / 2, None).insufficient  # passage relevance alone
+
+
+def test_the_section_a_recommendation_sits_under_reaches_json_and_the_render():
+    sectioned = hit("g3", "guideline", 0.9, "Renal Function and Metformin\n"
+                    "- Metformin should be stopped when the eGFR falls below 30 mL/min (Level B).")
+    res = Pipeline(engine([sectioned]), "vanilla_rag").run(Q)
+    (rec,) = res.recommendations
+    assert rec.section == "Renal Function and Metformin"
+    assert rec.statement.startswith("Metformin should be stopped")  # the heading is not quoted as advice
+    assert json.loads(res.model_dump_json())["recommendations"][0]["section"] == "Renal Function and Metformin"
+    assert "Under: [1] Renal Function and Metformin" in "\n".join(answer_lines(res, explain=False))

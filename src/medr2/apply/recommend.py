@@ -47,7 +47,7 @@ import numpy as np
 
 from medr2.apply.answer import Answer, EvidenceItem
 from medr2.apply.focus import content_words, overlap_scores
-from medr2.appraise.recommendations import Statement, advice_section, extract, header_grade
+from medr2.appraise.recommendations import Statement, advice_section, extract, header_grade, section_heading
 from medr2.config import RecommendConfig
 from medr2.schema import Recommendation
 
@@ -106,14 +106,19 @@ class Recommender:
 
     def candidates(self, evidence: Sequence[EvidenceItem]) -> list[tuple[EvidenceItem, Statement]]:
         read = [(e, extract(e.text)) for e in evidence if advice_section(e.heading_path)]
-        ungraded = [e.passage_id for e, stmts in read if any(s.grade is None for s in stmts)]
-        before = self.previous(ungraded) if (ungraded and self.previous is not None and self.c.header_lookback) else {}
+        wanted = [e.passage_id for e, stmts in read
+                  if stmts and (self.c.section_headings or any(s.grade is None for s in stmts))]
+        before = self.previous(wanted) if (wanted and self.previous is not None and self.c.header_lookback) else {}
         out, seen = [], set()
         for e, stmts in read:
-            inherited = header_grade(before.get(e.passage_id, [])[-self.c.header_lookback:])
+            earlier = before.get(e.passage_id, [])[-self.c.header_lookback:]
+            inherited = header_grade(earlier)
             for s in stmts:
                 if s.grade is None and inherited[0] is not None:
                     s.grade, s.strength = inherited
+                if self.c.section_headings:
+                    at = e.text.find(s.statement[:30])
+                    s.section = section_heading(earlier + ([e.text[:at]] if at > 0 else []))
                 if s.grade is None and e.source_type != "guideline":
                     continue  # a paper's or an opinion's "should" is not a guideline recommendation
                 key = " ".join(s.statement.lower().split())
@@ -125,7 +130,9 @@ class Recommender:
     def relevance(self, question: str, cands: list[tuple[EvidenceItem, Statement]]) -> np.ndarray:
         if not cands:
             return np.zeros(0)
-        overlap = overlap_scores(question, [s.statement for _, s in cands])
+        # a statement is read with the section it sits under ("Management of Severe CDI")
+        overlap = overlap_scores(question, [f"{s.section}. {s.statement}" if s.section else s.statement
+                                            for _, s in cands])
         if self.scorer is None:
             return overlap
         ce = np.asarray(self.scorer(question, [f"{e.title}: {s.statement}" if e.title else s.statement
@@ -179,7 +186,7 @@ class Recommender:
             e, s = cands[i]
             recs.append(Recommendation(
                 n=e.n, passage_id=e.passage_id, title=e.title, statement=s.statement, grade=s.grade,
-                strength=s.strength, direction=s.direction, population=s.population,
+                strength=s.strength, direction=s.direction, population=s.population, section=s.section,
                 relevance=round(float(rel[i]), 4)))
         self.coverage(parts, recs)
         covered = {p for r in recs for p in r.covers}

@@ -184,6 +184,7 @@ class Statement:
     direction: str  # "for", "against" or "neutral" (a finding, an option, insufficient evidence)
     population: Optional[str]
     firm: bool  # firm wording ("should", "is recommended") rather than conditional ("may")
+    section: Optional[str] = None  # the heading it sits under in its document (section_heading)
 
     @property
     def rank(self) -> float:
@@ -240,7 +241,9 @@ def is_recommendation(sentence: str) -> bool:
 def _units(text: str) -> list[str]:
     """The bullets of a passage (a line that starts without a bullet continues the one above
     when the passage is bulleted), each a run of sentences."""
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+    # a section heading inside the text ("Management of Severe CDI") is no part of the statement
+    # above it (the statements under it carry it: section_heading)
+    lines = [ln for ln in text.splitlines() if ln.strip() and not is_section_heading(ln)]
     bulleted = any(_BULLET.match(ln) for ln in lines)
     out: list[str] = []
     for ln in lines:
@@ -308,6 +311,54 @@ def header_grade(previous: list[str]) -> tuple[Optional[str], Optional[str]]:
             if _HEADER_END.search(line) and not _BULLET.match(line):
                 return parse_grade(line)
     return None, None
+
+
+# A section heading inside a guideline's text: a short line that is not a sentence ("Management of
+# Mild, Moderate, and Severe CDI"), or the guideline's own key question ("What is the best method
+# for treatment of patients with cancer with established VTE?"). Labels that name no topic
+# ("Clinical Question 4", "Level C", "Summary Statements", "Yes") are not headings.
+_TITLE_LINE = re.compile(r"^[A-Z][^.;:!?]{2,120}$")
+_QUESTION_LINE = re.compile(r"^[A-Z].{8,300}\?$")
+_TOPICLESS = re.compile(
+    r"(?i)^(?:(?:clinical |key )?questions?|key (?:action )?statements?|levels?(?: of evidence)?|"
+    r"(?:strength|grades?|quality)(?: of)? (?:the )?(?:recommendations?|evidence)|grading(?: system)?|"
+    r"(?:major |summary of )?recommendations?|summary(?: statements?)?|conclusions?|background|definitions?|"
+    r"notes?|yes|no|(?:internal|external) peer review|methods?|references?)\b[\s\dA-Z().,-]*$")
+
+
+def is_section_heading(line: str) -> bool:
+    """A line that heads a topic of a guideline's text (see ``_TITLE_LINE``, ``_QUESTION_LINE``):
+    not a bullet, not a label such as "Level B", not a line carrying a grade.
+
+    >>> [is_section_heading(x) for x in ("Management of Severe CDI", "Clinical Question 4", "Offer X.",
+    ...  "At what platelet count can surgery be performed?", "- Treatment", "Level C Only expert opinion",
+    ...  "Offer metformin as first-line therapy")]
+    [True, False, False, True, False, False, False]
+    """
+    line = line.strip()
+    if not line or _BULLET.match(line) or _TOPICLESS.match(line) or parse_grade(line)[1] is not None:
+        return False
+    if _QUESTION_LINE.match(line):
+        return len(line.split()) <= 45
+    # a short directive without a full stop ("Offer metformin first") is a recommendation, not a title
+    return bool(_TITLE_LINE.match(line)) and len(line.split()) <= 14 and not is_recommendation(line)
+
+
+def section_heading(before: list[str]) -> Optional[str]:
+    """The section a recommendation sits under: ``before`` are the texts before it in its document
+    (its own passage's text up to the statement last), nearest last; the nearest line that is a
+    section heading (:func:`is_section_heading`), or None.
+
+    >>> section_heading(["Diagnosis", "- Test stools.", "Management of Severe CDI", "- Give vancomycin."])
+    'Management of Severe CDI'
+    >>> section_heading(["- Offer X."]) is None
+    True
+    """
+    for text in reversed(before):
+        for line in reversed(text.splitlines()):
+            if is_section_heading(line):
+                return line.strip()
+    return None
 
 
 def _statement(text: str) -> Statement:

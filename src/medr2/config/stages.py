@@ -215,11 +215,11 @@ class RecommendConfig(Section):
     enabled: bool = True
     # a statement is applicable when its relevance is at least this, and at least
     # keep_ratio x the best statement's relevance
-    # dev choice (bench/results/guideline-dev.md, 2026-12-05, after the abstention's similarity
-    # check, objective omission + (1 - precision) + conflicts): 0.2, 0.7, with max_items 4 and
-    # one_guideline on (before: 0.3, 0.7, 2, off)
-    min_relevance: float = Field(0.2, ge=0.0, le=1.0)
-    keep_ratio: float = Field(0.7, ge=0.0, le=1.0)
+    # dev choice (bench/results/guideline-dev.md, 2026-12-06, statements read with their section
+    # heading, objective omission + (1 - precision) + conflicts): 0.02, 0.85, with max_items 2 and
+    # one_guideline off (2026-12-05, without the headings: 0.2, 0.7, 4, on; 2026-12-04: 0.3, 0.7, 2, off)
+    min_relevance: float = Field(0.02, ge=0.0, le=1.0)
+    keep_ratio: float = Field(0.85, ge=0.0, le=1.0)
     # relevance = (1 - w) x cross-encoder + w x term overlap; dev choice 0.75 (the cross-encoder,
     # trained on passages, separates a guideline's statements less well than their wording does)
     overlap_weight: float = Field(0.75, ge=0.0, le=1.0)
@@ -239,12 +239,12 @@ class RecommendConfig(Section):
     # without a generator no window limits what is read: the coarse stage keeps this many passages
     # (dev choice among 10, 20, 30, 50: 30)
     extractive_k: int = Field(30, ge=1)
-    max_items: int = Field(4, ge=1)  # dev choice among 2, 3, 4, 5, 8
+    max_items: int = Field(2, ge=1)  # dev choice among 2, 3, 4, 5, 8
     # with a generator: give it the applicable recommendations as the structure of its answer
     # (false: the result still lists them beside the model's own answer)
     prompt: bool = True
-    # only the guideline of the most relevant statement answers (dev choice: on)
-    one_guideline: bool = True
+    # only the guideline of the most relevant statement answers (dev choice: off)
+    one_guideline: bool = False
     # with a generator the list is the structure of the model's answer: the selection it was
     # measured with (dev choice of 2026-12-04, bench/README.md "Generator path") until the longer
     # lists above are measured there
@@ -257,8 +257,13 @@ class RecommendConfig(Section):
     # term overlap: a part of a several-part question is covered when a chosen statement holds
     # this share of its content words (with the cross-encoder: relevance to the part >= min_relevance)
     cover_share: float = Field(0.5, gt=0.0, le=1.0)
-    # passages before a recommendation read for a list header's grade ("... (Level B):")
+    # passages before a recommendation read for a list header's grade ("... (Level B):") and for the
+    # section heading it sits under
     header_lookback: int = Field(12, ge=0)
+    # a statement's term overlap with the question reads the section heading it sits under as well
+    # ("Management of Severe CDI: Patients with severe CDI should be treated with vancomycin ...");
+    # dev choice of 2026-12-06 (bench/README.md, "Recommendation answers"): on
+    section_headings: bool = True
 
 
     def for_generator(self) -> "RecommendConfig":

@@ -74,6 +74,7 @@ NOT_READ_BY_DIRECT: dict[str, Optional[set[str]]] = {
 ADDED_KEYS: dict[tuple[str, ...], object] = {
     ("kg", "cases", "passages_k"): 0,  # the retrieval union of TCM-DiffRAG (2026-12-05)
     ("kg", "cases", "min_findings"): 0,  # knowledge items answered from retrieval (2026-12-06)
+    ("recommend", "section_headings"): False,  # statements read with their section heading (2026-12-06)
 }
 
 
