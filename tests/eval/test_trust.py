@@ -213,6 +213,12 @@ def test_trust_modes_end_to_end(tmp_path, encoder):
     row_file.write_text(json.dumps(row))
     assert CliRunner().invoke(main, args).exit_code == 0
     assert json.loads(row_file.read_text())["metrics"] == kept
+    # rows answered with other settings are not reused: the run says what differs and writes nothing
+    cfg = tmp_path / "other.toml"
+    cfg.write_text("[recommend]\nmax_items = 7\n")
+    r = CliRunner().invoke(main, args + ["--config", str(cfg)])
+    assert r.exit_code == 2 and "config [recommend]" in r.output and "another --out" in r.output
+    assert json.loads(row_file.read_text())["metrics"] == kept
 
 
 def test_trust_modes_and_report_order_name_registered_methods():

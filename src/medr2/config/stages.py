@@ -216,10 +216,10 @@ class RecommendConfig(Section):
     # a statement is applicable when its relevance is at least this, and at least
     # keep_ratio x the best statement's relevance
     # dev choice (bench/results/guideline-dev.md, 2026-12-06, statements read with their section
-    # heading, objective omission + (1 - precision) + conflicts): 0.02, 0.85, with max_items 2 and
-    # one_guideline off (2026-12-05, without the headings: 0.2, 0.7, 4, on; 2026-12-04: 0.3, 0.7, 2, off)
+    # heading, objective omission + (1 - precision) + conflicts): 0.02, 0.7, with max_items 2 and
+    # one_guideline on (2026-12-05, without the headings: 0.2, 0.7, 4, on; 2026-12-04: 0.3, 0.7, 2, off)
     min_relevance: float = Field(0.02, ge=0.0, le=1.0)
-    keep_ratio: float = Field(0.85, ge=0.0, le=1.0)
+    keep_ratio: float = Field(0.7, ge=0.0, le=1.0)
     # relevance = (1 - w) x cross-encoder + w x term overlap; dev choice 0.75 (the cross-encoder,
     # trained on passages, separates a guideline's statements less well than their wording does)
     overlap_weight: float = Field(0.75, ge=0.0, le=1.0)
@@ -243,8 +243,8 @@ class RecommendConfig(Section):
     # with a generator: give it the applicable recommendations as the structure of its answer
     # (false: the result still lists them beside the model's own answer)
     prompt: bool = True
-    # only the guideline of the most relevant statement answers (dev choice: off)
-    one_guideline: bool = False
+    # only the guideline of the most relevant statement answers (dev choice: on)
+    one_guideline: bool = True
     # with a generator the list is the structure of the model's answer: the selection it was
     # measured with (dev choice of 2026-12-04, bench/README.md "Generator path") until the longer
     # lists above are measured there

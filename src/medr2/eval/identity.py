@@ -133,6 +133,23 @@ def moved_keys_read(config: dict) -> dict:
     return out
 
 
+def identity_diff(mine: dict, theirs: dict) -> list[str]:
+    """What two run identities (:func:`run_identity`) disagree on: the top-level keys both record
+    that differ, then ``config [sections]`` for the config sections that differ (what one side
+    does not record, an older medr2 or a setting added since, is not compared).
+
+    >>> a = run_identity({"method": "medr2", "models": {"g": "x"}, "config": {"rerank": {"k": 30}}})
+    >>> identity_diff(a, run_identity({"method": "medr2", "models": {"g": "y"}, "config": {"rerank": {"k": 20}}}))
+    ['models', 'config [rerank]']
+    """
+    diff = [k for k in mine if k != "config" and theirs.get(k) is not None and theirs[k] != mine[k]]
+    sections = sorted(sec for sec in set(mine["config"]) & set(theirs["config"])
+                      if differs(mine["config"][sec], theirs["config"][sec]))
+    if sections:
+        diff.append(f"config [{', '.join(sections)}]")
+    return diff
+
+
 def differs(a, b) -> bool:
     """Settings both record differ (at any depth: a key added to a nested section since is not
     compared).

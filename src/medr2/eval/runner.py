@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
-from medr2.eval.identity import differs, run_identity
+from medr2.eval.identity import identity_diff, run_identity
 from medr2.eval.datasets import DatasetError, load_mirage, load_mmlu_csv, load_pubmedqa, load_tcmbench, load_xmedbench
 from medr2.locks import try_lock
 from medr2.schema import EvalQuestion
@@ -222,11 +222,7 @@ def _check_same_run(out_dir: Path, manifest: dict) -> None:
         except (OSError, json.JSONDecodeError, AttributeError):
             continue
         # what one manifest does not record (an older medr2, a setting added since) is not compared
-        diff = [k for k in mine if k != "config" and theirs.get(k) is not None and theirs[k] != mine[k]]
-        sections = sorted(sec for sec in set(mine["config"]) & set(theirs["config"]) if differs(
-            mine["config"][sec], theirs["config"][sec]))
-        if sections:
-            diff.append(f"config [{', '.join(sections)}]")
+        diff = identity_diff(mine, theirs)
         if diff:
             raise RunMismatch(f"{out_dir} holds a run with a different {', '.join(diff)} ({f.name}); give another "
                               "--out, or delete that directory to start over")

@@ -77,6 +77,46 @@ def oracle_answer(engine, q: dict) -> dict:
             "evidence": [{"passage_id": it.passage_id, "text": it.text, "kept": True, "n": it.n} for it in items]}
 
 
+def trust_identity(models: dict, config: dict) -> dict:
+    """What rows of one trust directory must share: the models and the settings an answer can read
+    (:func:`medr2.eval.identity.run_identity` of a generated-answer run)."""
+    from medr2.eval.identity import run_identity
+
+    return run_identity({"method": "trust", "answer_mode": "generate", "models": models, "config": config})
+
+
+def check_same_settings(out_dir: Path, modes: list[str], models: dict, config: dict) -> None:
+    """Rows kept from an earlier run are reused, so a directory whose rows were answered with other
+    models or settings is refused (its ``manifest.json`` says which), rather than mixing two
+    configurations in one table. A directory with no rows of these modes is not checked.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()); (d / "passage").mkdir()
+    >>> _ = (d / "passage" / "q1.json").write_text("{}")
+    >>> _ = (d / "manifest.json").write_text(json.dumps({"models": {}, "config": {"recommend": {"max_items": 4}}}))
+    >>> check_same_settings(d, ["passage"], {}, {"recommend": {"max_items": 4}})
+    >>> check_same_settings(d, ["passage"], {}, {"recommend": {"max_items": 2}})
+    Traceback (most recent call last):
+    ...
+    medr2.eval.trust_run.TrustError: .../passage holds rows answered with a different config [recommend] (manifest.json); give another --out, or delete its rows to answer again
+    """
+    from medr2.eval.identity import identity_diff
+
+    f = out_dir / "manifest.json"
+    rows = [m for m in modes if any((out_dir / m).glob("*.json"))]
+    if not rows or not f.is_file():
+        return
+    try:
+        old = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return
+    if not isinstance(old, dict) or "config" not in old:  # a manifest from before settings were recorded
+        return
+    diff = identity_diff(trust_identity(models, config), trust_identity(old.get("models"), old["config"]))
+    if diff:
+        raise TrustError(f"{out_dir / rows[0]} holds rows answered with a different {', '.join(diff)} "
+                         f"({f.name}); give another --out, or delete its rows to answer again")
+
+
 def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
               progress: Optional[Callable[[str], None]] = None, ragas: Optional[dict] = None) -> dict[str, dict]:
     """``ragas``: {"judge": LLM or None, "runs": int, "library": EntityLibrary, "encoder": ...} adds the
@@ -90,6 +130,7 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
     if "no_rag" in modes and engine.generator is None:
         raise TrustError("mode no_rag answers with the generator alone: give one with --llm, or compare the other "
                          "modes (passage, full, oracle_kg), which answer extractively without one")
+    check_same_settings(out_dir, modes, engine.model_names(), engine.config.model_dump(mode="json"))
     # question by question, every mode answering each one before the next question: a killed run
     # leaves the modes compared on the same questions
     rows: dict[str, list[dict]] = {m: [] for m in modes}
