@@ -7,6 +7,8 @@ Reads committed run records only (no model call):
 
     python bench/where_evidence_helps.py                                   # the committed grid
     python bench/where_evidence_helps.py --runs bench/results/eval/runs-gated --out bench/results/where-gated.md
+    python bench/where_evidence_helps.py --runs bench/results/eval/runs-gated-cot --mode '' \
+        --methods vanilla_rag,medr2 --bases direct_cot,direct,direct+loglik,vanilla_rag   # the CoT cells
 """
 
 from __future__ import annotations
@@ -45,7 +47,10 @@ def main() -> int:
     ap.add_argument("--methods", default="vanilla_rag,+reformulator,+reranker,medr2")
     ap.add_argument("--datasets", default="mmlu,medqa,medmcqa,pubmedqa,bioasq,medqa-mcmle",
                     help="dataset directories compared (the grid's six sets)")
-    ap.add_argument("--mode", default="+loglik", help="answer-mode suffix of the method directories")
+    ap.add_argument("--mode", default="+loglik", help="answer-mode suffix of the method directories ('' for "
+                    "generated answers)")
+    ap.add_argument("--bases", default="direct,vanilla_rag", help="the baselines each method is compared with "
+                    "(the mode suffix is added; e.g. direct_cot,direct,direct+loglik,vanilla_rag with --mode '')")
     ap.add_argument("--min-n", type=int, default=8, help="smallest group shown")
     ap.add_argument("--out", type=Path, help="also write the tables here")
     args = ap.parse_args()
@@ -69,7 +74,7 @@ def main() -> int:
            f"groups of at least {args.min_n} questions; exact McNemar; 'helps' / 'hurts' at p < 0.05."]
     for mo in models:
         for meth in [m + args.mode for m in args.methods.split(",")]:
-            for base in ("direct" + args.mode, "vanilla_rag" + args.mode):
+            for base in [b + args.mode if "+" not in b else b for b in args.bases.split(",")]:
                 if base == meth:
                     continue
                 pairs = [(d, marks[(d, meth, mo)], marks[(d, base, mo)]) for d in sorted(datasets)
