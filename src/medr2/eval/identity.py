@@ -80,8 +80,9 @@ ADDED_KEYS: dict[tuple[str, ...], object] = {
 
 def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
     """Config a run cannot read, by section (None: the whole section), so that a change there
-    does not block resuming it: the web service's; ``[recommend]`` in a log-likelihood run (its
-    questions all have options, and recommendation answers are for free-text questions);
+    does not block resuming it: the web service's; ``[recommend]`` unless the manifest says its
+    questions are free text (``free_text``: the trust runs; every ``eval run`` question has options,
+    the loaders check that its answer is one, and recommendation answers are for free-text questions);
     ``[amt]`` outside the LLM-AMT method; ``[kg.cases]`` outside TCM-DiffRAG; every retrieval,
     appraisal and gate setting in direct answering (it reads the generator's settings,
     ``[apply]``'s answer length and ``query.max_question_chars``).
@@ -89,7 +90,9 @@ def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
     >>> unread_settings({"method": "medr2", "answer_mode": "loglik"})
     {'serve': None, 'recommend': None, 'amt': None, 'kg': {'cases'}}
     >>> unread_settings({"method": "tcm_diffrag", "answer_mode": "generate"})
-    {'serve': None, 'amt': None}
+    {'serve': None, 'recommend': None, 'amt': None}
+    >>> "recommend" in unread_settings({"method": "trust", "free_text": True})
+    False
     >>> sorted(unread_settings({"method": "direct", "answer_mode": "loglik"}))[:4]
     ['amt', 'appraise', 'assess', 'dense']
     """
@@ -97,7 +100,7 @@ def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
     out: dict[str, Optional[set[str]]] = {"serve": None}
     if method in DIRECT_METHODS:
         out.update(NOT_READ_BY_DIRECT)
-    if (manifest.get("answer_mode") or "").startswith("loglik"):  # loglik, loglik-cal
+    if not manifest.get("free_text"):
         out["recommend"] = None
     if method != "llm_amt":
         out["amt"] = None

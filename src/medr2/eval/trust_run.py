@@ -82,7 +82,8 @@ def trust_identity(models: dict, config: dict) -> dict:
     (:func:`medr2.eval.identity.run_identity` of a generated-answer run)."""
     from medr2.eval.identity import run_identity
 
-    return run_identity({"method": "trust", "answer_mode": "generate", "models": models, "config": config})
+    return run_identity({"method": "trust", "answer_mode": "generate", "free_text": True, "models": models,
+                         "config": config})
 
 
 def check_same_settings(out_dir: Path, modes: list[str], models: dict, config: dict) -> None:
