@@ -198,7 +198,10 @@ def extended_corpus(folder: Path, default_corpus: Path) -> list[tuple[Path, str]
         return kept
 
     dropped = [0]
-    files = [(TEXTBOOKS / "anatomy_physiology_2e.jsonl", "book"), (TEXTBOOKS / "microbiology.jsonl", "book")]
+    files = []
+    for name in ("anatomy_physiology_2e", "microbiology"):  # OpenStax modules, filtered like the rest
+        rows = [json.loads(x) for x in (TEXTBOOKS / f"{name}.jsonl").read_text(encoding="utf-8").splitlines() if x]
+        files.append((write_jsonl(folder / f"openstax_{name}.jsonl", clean(rows)), "book"))
     have = {json.loads(x)["id"] for x in (default_corpus / "medquad_answers.jsonl").read_text().splitlines() if x}
     medquad = []
     with (SHARED / "corpora" / "medquad" / "medquad.jsonl").open(encoding="utf-8") as fh:
@@ -313,7 +316,9 @@ def main() -> None:
                     help="appraise.order of the fine-rerank methods (+reranker, +reformulator+reranker, medr2): "
                          "paper = Med-R2's F alone, run into its own run directory and reported apart")
     args = ap.parse_args()
-    args.runs = args.runs or (ORDER_RUNS if args.order == "paper" else RESULTS / "runs")
+    # the second index's runs never share a directory with the default index's (their corpus differs)
+    args.runs = args.runs or (ORDER_RUNS if args.order == "paper" else
+                              RESULTS / "runs-gated-ext" if args.extended_index else RESULTS / "runs")
     if args.phase == "mirage":
         pred = SHARED / "benchmarks" / "mirage" / "prediction_sample"
         subprocess.check_call(medr2("eval", "score", "--mirage", str(pred), "--benchmark", str(MIRAGE)))

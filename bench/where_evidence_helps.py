@@ -74,7 +74,7 @@ def main() -> int:
            f"groups of at least {args.min_n} questions; exact McNemar; 'helps' / 'hurts' at p < 0.05."]
     for mo in models:
         for meth in [m + args.mode for m in args.methods.split(",")]:
-            for base in [b + args.mode if "+" not in b else b for b in args.bases.split(",")]:
+            for base in [b if b.endswith(("+loglik", "+loglik-cal")) else b + args.mode for b in args.bases.split(",")]:
                 if base == meth:
                     continue
                 pairs = [(d, marks[(d, meth, mo)], marks[(d, base, mo)]) for d in sorted(datasets)

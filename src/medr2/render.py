@@ -10,6 +10,7 @@ Example::
 
 from __future__ import annotations
 
+from textwrap import shorten
 from typing import Iterator
 
 import click
@@ -46,7 +47,10 @@ def answer_lines(res, explain: bool) -> Iterator[str]:
     if res.rationale:
         yield f"Rationale: {res.rationale}"
     if quoted and any(r.section for r in res.recommendations):  # the headings they sit under in their guideline
-        yield "Under: " + "; ".join(f"[{r.n}] {r.section}" for r in res.recommendations if r.section)
+        yield "Sections they sit under:"
+        for r in res.recommendations:
+            if r.section:
+                yield f"  [{r.n}] {r.section}: \"{shorten(r.statement, 60, placeholder=' ...')}\""
     if res.recommendations and not quoted:
         yield "Recommendations that apply (strongest first):"
         for r in res.recommendations:

@@ -215,3 +215,27 @@ def test_near_duplicate():
 def test_insufficient_answer_lists_every_part_as_uncovered():
     ra = recommender().answer(QUESTION, with_relevance(0.01))
     assert as_answer(ra, 3).uncovered == question_parts(QUESTION)
+
+
+def test_look_alike_statements_in_one_passage_each_get_their_own_section():
+    ev = [EvidenceItem(1, "p", "CDI guideline", "guideline", 3,
+                       "- Patients should be treated with metronidazole 500 mg for 10 days.\nSevere CDI\n"
+                       "- Patients should be treated with vancomycin 125 mg for 10 days.")]
+    r = Recommender(RecommendConfig(), scorer_for(lambda t: 0.5), previous=lambda ids: {i: ["Mild CDI"] for i in ids})
+    cands = r.candidates(ev)
+    # the first sits under the heading before its passage, the second under the one inside it
+    assert [(s.statement.split()[5], s.section) for _, s in cands] == [("metronidazole", "Mild CDI"),
+                                                                       ("vancomycin", "Severe CDI")]
+
+
+def test_a_heading_ends_the_bullet_above_it_and_a_wrapped_line_is_no_heading():
+    from medr2.appraise.recommendations import extract
+
+    text = ("- Vaginal nitric oxide donors should not be used (Level B).\nNon-pharmacological Methods\n"
+            "Healthcare professionals should offer membrane sweeping (Level A).")
+    a, b = extract(text)
+    assert a.statement == "Vaginal nitric oxide donors should not be used (Level B)." and a.section is None
+    assert b.statement.startswith("Healthcare professionals should offer") and b.section == "Non-pharmacological Methods"
+    (w,) = extract("- Patients with severe CDI should be treated with oral\nVancomycin 125 mg four times daily\n"
+                   "rather than metronidazole (strong recommendation).")
+    assert "Vancomycin 125 mg four times daily" in w.statement and w.section is None

@@ -282,7 +282,7 @@ def test_runner_retries_failed_answers_reads_raw_text_and_refuses_another_run(tm
 
 
 def test_settings_a_run_cannot_read_do_not_block_resuming_it(tmp_path):
-    """A loglik run of a multiple-choice set never reads [recommend] (free-text answers), nor a
+    """A run of a multiple-choice set never reads [recommend] (free-text answers), nor a
     non-TCM method [kg.cases], nor direct answering any retrieval or gate setting: changing them
     resumes; a setting it reads still refuses."""
     from medr2.eval.runner import RunMismatch, run
@@ -308,11 +308,15 @@ def test_settings_a_run_cannot_read_do_not_block_resuming_it(tmp_path):
     cal = tmp_path / "medqa" / "medr2" / "c"  # calibrated loglik: options too
     run(qs[:1], answer, cal, dict(manifest, answer_mode="loglik-cal"), progress=False)
     assert run(qs, answer, cal, dict(manifest, answer_mode="loglik-cal", config=changed), progress=False)["answered"] == 1
-    # a generated-answer run may meet free-text questions: there [recommend] counts
+    # a generated-answer run of multiple-choice questions does not read [recommend] either; one of
+    # free-text questions (the manifest says so) does
     gen = tmp_path / "medqa" / "medr2" / "g"
     run(qs[:1], answer, gen, dict(manifest, answer_mode="generate"), progress=False)
+    assert run(qs, answer, gen, dict(manifest, answer_mode="generate", config=changed), progress=False)["answered"] == 1
+    free = tmp_path / "free" / "medr2" / "g"
+    run(qs[:1], answer, free, dict(manifest, answer_mode="generate", free_text=True), progress=False)
     with pytest.raises(RunMismatch, match=r"config \[recommend\]"):
-        run(qs, answer, gen, dict(manifest, answer_mode="generate", config=changed), progress=False)
+        run(qs, answer, free, dict(manifest, answer_mode="generate", free_text=True, config=changed), progress=False)
     # direct answering reads no retrieval, appraisal or gate setting; it reads the generator's
     direct = tmp_path / "medqa" / "direct" / "d"
     d_cfg = {"sparse": {"jieba_user_dicts": ["a.txt"]}, "gate": {"w": 0.5}, "llm": {"n_ctx": 2048},

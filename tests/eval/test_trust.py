@@ -229,3 +229,17 @@ def test_trust_modes_and_report_order_name_registered_methods():
 
     assert {m for m in MODES.values() if m} <= set(PIPELINES)
     assert sorted(METHOD_ORDER) == sorted(PIPELINES)
+
+
+def test_rows_of_a_mode_not_asked_for_still_guard_the_directory(tmp_path):
+    from medr2.eval.trust_run import TrustError, check_same_settings
+
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "q1.json").write_text("{}")
+    (tmp_path / "manifest.json").write_text(json.dumps({"models": {}, "config": {"recommend": {"max_items": 4}},
+                                                        "finished": None}))
+    check_same_settings(tmp_path, ["no_rag"], {}, {"recommend": {"max_items": 4}})
+    with pytest.raises(TrustError, match=r"full holds rows answered with a different config \[recommend\]"):
+        check_same_settings(tmp_path, ["no_rag"], {}, {"recommend": {"max_items": 2}})
+    # settings an answer cannot read (the web service's) do not count
+    check_same_settings(tmp_path, ["passage"], {}, {"recommend": {"max_items": 4}, "serve": {"port": 1}})

@@ -184,4 +184,4 @@ def test_the_section_a_recommendation_sits_under_reaches_json_and_the_render():
     assert rec.section == "Renal Function and Metformin"
     assert rec.statement.startswith("Metformin should be stopped")  # the heading is not quoted as advice
     assert json.loads(res.model_dump_json())["recommendations"][0]["section"] == "Renal Function and Metformin"
-    assert "Under: [1] Renal Function and Metformin" in "\n".join(answer_lines(res, explain=False))
+    assert '[1] Renal Function and Metformin: "Metformin should be stopped' in "\n".join(answer_lines(res, explain=False))

@@ -8,10 +8,11 @@ Selection (constants in ``[recommend]``, chosen on dev questions):
 
 1. every recommendation of every packed passage (:func:`medr2.appraise.recommendations.extract`)
    outside method, scope and harms sections, ungraded ones taking the grade of their list's
-   header; outside guidelines only graded statements count;
+   header, each with the section heading it sits under (``section_headings``); outside
+   guidelines only graded statements count;
 2. relevance of each to the question: the calibrated cross-encoder on ``title: statement``
-   mixed with the share of the question's content words it holds (``overlap_weight``), or that
-   share alone when no cross-encoder is loaded;
+   mixed with the share of the question's content words that the statement, read after its
+   section heading, holds (``overlap_weight``), or that share alone when no cross-encoder is loaded;
 3. when the best packed passage's relevance (the coarse reranker's) is below ``abstain_below``
    and no statement is close to the question in the index's embedding space (cosine below
    ``abstain_dense_below``, read only with the encoder it was chosen for), none applies:
@@ -90,6 +91,12 @@ def near_duplicate(a: str, b: str, share: float) -> bool:
     return len(wa & wb) / min(len(wa), len(wb)) >= share
 
 
+def with_section(section: Optional[str], statement: str) -> str:
+    """The text whose term overlap with the question (or a part of it) is a statement's: the
+    statement after the section heading it sits under."""
+    return f"{section}. {statement}" if section else statement
+
+
 class Recommender:
     """Chooses the applicable recommendations of the packed evidence (module docstring)."""
 
@@ -98,7 +105,8 @@ class Recommender:
                  similarity: Optional[Scorer] = None):
         """``scorer``: calibrated relevance of texts to a question (medr2's cross-encoder), or None
         for term overlap. ``previous``: for the passage ids given, the texts before each in its
-        document (nearest last), for a list header's grade; None reads none. ``similarity``:
+        document under the same headings (nearest last), for a list header's grade and the section
+        heading a statement sits under; None reads none. ``similarity``:
         cosine of the question and each text in the index's embedding space (the abstention's
         second signal), or None when the index's encoder is not the one ``abstain_dense_model``
         names."""
@@ -116,9 +124,8 @@ class Recommender:
             for s in stmts:
                 if s.grade is None and inherited[0] is not None:
                     s.grade, s.strength = inherited
-                if self.c.section_headings:
-                    at = e.text.find(s.statement[:30])
-                    s.section = section_heading(earlier + ([e.text[:at]] if at > 0 else []))
+                # the heading in force in its own passage (extract), else the nearest one before the passage
+                s.section = (s.section or section_heading(earlier)) if self.c.section_headings else None
                 if s.grade is None and e.source_type != "guideline":
                     continue  # a paper's or an opinion's "should" is not a guideline recommendation
                 key = " ".join(s.statement.lower().split())
@@ -131,8 +138,7 @@ class Recommender:
         if not cands:
             return np.zeros(0)
         # a statement is read with the section it sits under ("Management of Severe CDI")
-        overlap = overlap_scores(question, [f"{s.section}. {s.statement}" if s.section else s.statement
-                                            for _, s in cands])
+        overlap = overlap_scores(question, [with_section(s.section, s.statement) for _, s in cands])
         if self.scorer is None:
             return overlap
         ce = np.asarray(self.scorer(question, [f"{e.title}: {s.statement}" if e.title else s.statement
@@ -214,9 +220,9 @@ class Recommender:
             w = self.c.overlap_weight
             for p in parts:
                 v = ((1 - w) * np.asarray(self.scorer(p, texts), dtype=np.float64)
-                     + w * overlap_scores(p, [r.statement for r in recs]))
+                     + w * overlap_scores(p, [with_section(r.section, r.statement) for r in recs]))
                 for r, x in zip(recs, v):
-                    if x >= self.c.min_relevance:
+                    if x >= self.c.cover_min_relevance:
                         r.covers.append(p)
             return
         for r in recs:

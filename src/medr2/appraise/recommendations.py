@@ -184,7 +184,8 @@ class Statement:
     direction: str  # "for", "against" or "neutral" (a finding, an option, insufficient evidence)
     population: Optional[str]
     firm: bool  # firm wording ("should", "is recommended") rather than conditional ("may")
-    section: Optional[str] = None  # the heading it sits under in its document (section_heading)
+    # the heading it sits under: in its passage (extract), else before it in its document (section_heading)
+    section: Optional[str] = None
 
     @property
     def rank(self) -> float:
@@ -238,19 +239,25 @@ def is_recommendation(sentence: str) -> bool:
             or parse_grade(sentence)[0] is not None)
 
 
-def _units(text: str) -> list[str]:
+def _units(text: str) -> list[tuple[Optional[str], str]]:
     """The bullets of a passage (a line that starts without a bullet continues the one above
-    when the passage is bulleted), each a run of sentences."""
-    # a section heading inside the text ("Management of Severe CDI") is no part of the statement
-    # above it (the statements under it carry it: section_heading)
-    lines = [ln for ln in text.splitlines() if ln.strip() and not is_section_heading(ln)]
-    bulleted = any(_BULLET.match(ln) for ln in lines)
-    out: list[str] = []
-    for ln in lines:
-        if bulleted and out and not _BULLET.match(ln) and not _STARTS_OWN.match(ln.strip()):
-            out[-1] = out[-1].rstrip() + " " + ln.strip()
+    when the passage is bulleted), each a run of sentences, with the section heading in force
+    in the passage (None before its first). A heading line (:func:`heading_lines`) is no part of
+    a statement: it ends the unit above it, and the units after it sit under it."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    heads = heading_lines(lines)
+    bulleted = any(_BULLET.match(ln) for i, ln in enumerate(lines) if i not in heads)
+    out: list[tuple[Optional[str], str]] = []
+    section, fresh = None, True
+    for i, ln in enumerate(lines):
+        if i in heads:
+            section, fresh = _SECTION_NUMBER.sub("", ln.strip()), True
+            continue
+        if bulleted and out and not fresh and not _BULLET.match(ln) and not _STARTS_OWN.match(ln.strip()):
+            out[-1] = (out[-1][0], out[-1][1].rstrip() + " " + ln.strip())
         else:
-            out.append(ln.strip())
+            out.append((section, ln.strip()))
+        fresh = False
     return out
 
 
@@ -261,7 +268,7 @@ def extract(text: str, max_follow: int = 2) -> list[Statement]:
     A following sentence that directs care itself ("They should only be used after ...") also
     stays with it when it starts with a pronoun that refers back."""
     out: list[Statement] = []
-    for unit in _units(text):
+    for section, unit in _units(text):
         unit = _TRAILER.sub("", _LABEL.sub("", unit)).strip()
         if not unit or _STARTS_OWN.match(unit):
             continue
@@ -275,13 +282,13 @@ def extract(text: str, max_follow: int = 2) -> list[Statement]:
                 continue
             if is_recommendation(s) and not (current and refers_back and follow < max_follow):
                 if current:
-                    out.append(_statement(" ".join(current)))
+                    out.append(_statement(" ".join(current), section))
                 current, follow = [s], 0
             elif current and follow < max_follow:
                 current.append(s)
                 follow += 1
         if current:
-            out.append(_statement(" ".join(current)))
+            out.append(_statement(" ".join(current), section))
     return [s for s in out if _is_advice(s.statement)]
 
 
@@ -320,10 +327,13 @@ def header_grade(previous: list[str]) -> tuple[Optional[str], Optional[str]]:
 _TITLE_LINE = re.compile(r"^[A-Z][^.;:!?]{2,120}$")
 _QUESTION_LINE = re.compile(r"^[A-Z].{8,300}\?$")
 _TOPICLESS = re.compile(
-    r"(?i)^(?:(?:clinical |key )?questions?|key (?:action )?statements?|levels?(?: of evidence)?|"
+    r"^(?i:(?:clinical |key )?questions?|key (?:action )?statements?|levels?(?: of evidence)?|"
     r"(?:strength|grades?|quality)(?: of)? (?:the )?(?:recommendations?|evidence)|grading(?: system)?|"
     r"(?:major |summary of )?recommendations?|summary(?: statements?)?|conclusions?|background|definitions?|"
-    r"notes?|yes|no|(?:internal|external) peer review|methods?|references?)\b[\s\dA-Z().,-]*$")
+    r"notes?|yes|no|none|unknown|not (?:stated|applicable|specified)|n/a|(?:internal|external) peer review|"
+    r"methods?|references?)\b[\s\dA-Z().,-]*$")
+_SECTION_NUMBER = re.compile(r"^\d+(?:\.\d+)*\s+(?=[A-Z])")
+_ENDS_BLOCK = re.compile(r"[.;:!?)\]]\s*$")
 
 
 def is_section_heading(line: str) -> bool:
@@ -335,13 +345,56 @@ def is_section_heading(line: str) -> bool:
     ...  "Offer metformin as first-line therapy")]
     [True, False, False, True, False, False, False]
     """
-    line = line.strip()
+    line = _SECTION_NUMBER.sub("", line.strip())
     if not line or _BULLET.match(line) or _TOPICLESS.match(line) or parse_grade(line)[1] is not None:
         return False
     if _QUESTION_LINE.match(line):
         return len(line.split()) <= 45
-    # a short directive without a full stop ("Offer metformin first") is a recommendation, not a title
-    return bool(_TITLE_LINE.match(line)) and len(line.split()) <= 14 and not is_recommendation(line)
+    # a short directive without a full stop ("Offer metformin first") is a recommendation, not a
+    # title; "Use of stents in primary PCI" is a title
+    return (bool(_TITLE_LINE.match(line)) and len(line.split()) <= 14
+            and (line.lower().startswith("use of ") or not is_recommendation(line)))
+
+
+def _body(line: str) -> bool:
+    """A line of running text or a bullet (what follows a heading)."""
+    line = line.strip()
+    return bool(_BULLET.match(line)) or bool(_ENDS_BLOCK.search(line)) or len(line.split()) >= 8
+
+
+def heading_lines(lines: list[str]) -> set[int]:
+    """The indices of the lines that head a section, read in context: a heading candidate
+    (:func:`is_section_heading`) after the start of the text or a line that ends a sentence or
+    block or a short list item (so a hard-wrapped continuation such as "Vancomycin 125 mg daily" is
+    not one), followed
+    by running text, a bullet or the end of the text; two candidates in a row are a heading and
+    its sub-heading, three or more a list or a table (none is a heading).
+
+    >>> heading_lines(["- Test stools.", "Management of Severe CDI", "- Give vancomycin."])
+    {1}
+    >>> heading_lines(["- Patients with severe CDI should be treated with oral", "Vancomycin 125 mg four times daily",
+    ...                "rather than metronidazole."])
+    set()
+    >>> heading_lines(["Agents:", "Argatroban", "Bivalirudin", "Lepirudin", "- Monitor the aPTT."])
+    set()
+    """
+    cand = [is_section_heading(x) for x in lines]
+    out: set[int] = set()
+    i = 0
+    while i < len(lines):
+        if not cand[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(lines) and cand[j + 1]:
+            j += 1
+        prev = lines[i - 1].strip() if i else ""
+        # after the start, a line that ends a sentence or block, or a short list item ("- Misoprostol")
+        after_block = not prev or bool(_ENDS_BLOCK.search(prev)) or bool(_BULLET.match(prev) and len(prev.split()) <= 6)
+        if after_block and j - i < 2 and (j + 1 == len(lines) or _body(lines[j + 1])):
+            out.update(range(i, j + 1))
+        i = j + 1
+    return out
 
 
 def section_heading(before: list[str]) -> Optional[str]:
@@ -355,16 +408,17 @@ def section_heading(before: list[str]) -> Optional[str]:
     True
     """
     for text in reversed(before):
-        for line in reversed(text.splitlines()):
-            if is_section_heading(line):
-                return line.strip()
+        lines = [x for x in text.splitlines() if x.strip()]
+        heads = heading_lines(lines)
+        if heads:
+            return _SECTION_NUMBER.sub("", lines[max(heads)].strip())
     return None
 
 
-def _statement(text: str) -> Statement:
+def _statement(text: str, section: Optional[str] = None) -> Statement:
     grade, strength = parse_grade(text)
     if strength is None and _INSUFFICIENT.search(text):
         strength = "insufficient"
     pol = polarity_of(text)
     direction = "neutral" if strength == "insufficient" else {1: "for", -1: "against"}.get(pol, "neutral")
-    return Statement(text, grade, strength, direction, population_of(text), bool(_FIRM.search(text)))
+    return Statement(text, grade, strength, direction, population_of(text), bool(_FIRM.search(text)), section)

@@ -87,6 +87,8 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
                   getattr(engine.generator, "name", None))
     manifest = engine_manifest(engine, dataset_spec, method, index_dir, subset_seed=seed, shard=shard,
                                answer_mode=answer_mode, own_source_excluded=not allow_own_source)
+    if any(not q.options for q in qs):  # free-text questions may get recommendation answers ([recommend])
+        manifest["free_text"] = True
 
     try:
         totals = run(qs, answer, out, manifest, progress=progress if progress is not None else sys.stderr.isatty())

@@ -255,13 +255,16 @@ class RecommendConfig(Section):
     # two statements sharing this share of the shorter one's content words are one (the stronger kept)
     duplicate_overlap: float = Field(0.8, gt=0.0, le=1.0)
     # term overlap: a part of a several-part question is covered when a chosen statement holds
-    # this share of its content words (with the cross-encoder: relevance to the part >= min_relevance)
+    # this share of its content words (with the cross-encoder: relevance to the part >= cover_min_relevance)
     cover_share: float = Field(0.5, gt=0.0, le=1.0)
+    # with the cross-encoder: a chosen statement covers a part of the question whose relevance to
+    # it is at least this (ours, not tuned: min_relevance's value when coverage read that, 2026-12-05)
+    cover_min_relevance: float = Field(0.2, ge=0.0, le=1.0)
     # passages before a recommendation read for a list header's grade ("... (Level B):") and for the
     # section heading it sits under
     header_lookback: int = Field(12, ge=0)
     # a statement's term overlap with the question reads the section heading it sits under as well
-    # ("Management of Severe CDI: Patients with severe CDI should be treated with vancomycin ...");
+    # ("Management of Severe CDI. Patients with severe CDI should be treated with vancomycin ...");
     # dev choice of 2026-12-06 (bench/README.md, "Recommendation answers"): on
     section_headings: bool = True
 

@@ -74,15 +74,19 @@ NOT_READ_BY_DIRECT: dict[str, Optional[set[str]]] = {
 ADDED_KEYS: dict[tuple[str, ...], object] = {
     ("kg", "cases", "passages_k"): 0,  # the retrieval union of TCM-DiffRAG (2026-12-05)
     ("kg", "cases", "min_findings"): 0,  # knowledge items answered from retrieval (2026-12-06)
-    ("recommend", "section_headings"): False,  # statements read with their section heading (2026-12-06)
+    # statements read with their section heading (2026-12-06; a heading line no longer joins the
+    # statement above it whatever this says, so older rows are not reproduced exactly: runs that read
+    # [recommend] are trust runs, which are rerun, not resumed, after such a change)
+    ("recommend", "section_headings"): False,
+    ("recommend", "cover_min_relevance"): 0.2,  # coverage of question parts had read min_relevance (0.2)
 }
 
 
 def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
     """Config a run cannot read, by section (None: the whole section), so that a change there
-    does not block resuming it: the web service's; ``[recommend]`` unless the manifest says its
-    questions are free text (``free_text``: the trust runs; every ``eval run`` question has options,
-    the loaders check that its answer is one, and recommendation answers are for free-text questions);
+    does not block resuming it: the web service's; ``[recommend]`` unless the manifest says some
+    questions are free text (``free_text``: trust runs, and an ``eval run`` of a set with questions
+    without options; recommendation answers are for free-text questions only);
     ``[amt]`` outside the LLM-AMT method; ``[kg.cases]`` outside TCM-DiffRAG; every retrieval,
     appraisal and gate setting in direct answering (it reads the generator's settings,
     ``[apply]``'s answer length and ``query.max_question_chars``).

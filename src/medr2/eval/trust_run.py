@@ -89,7 +89,8 @@ def trust_identity(models: dict, config: dict) -> dict:
 def check_same_settings(out_dir: Path, modes: list[str], models: dict, config: dict) -> None:
     """Rows kept from an earlier run are reused, so a directory whose rows were answered with other
     models or settings is refused (its ``manifest.json`` says which), rather than mixing two
-    configurations in one table. A directory with no rows of these modes is not checked.
+    configurations in one table (the rows of every mode are checked: one manifest describes the
+    directory). A directory with no rows is not checked.
 
     >>> import tempfile; d = Path(tempfile.mkdtemp()); (d / "passage").mkdir()
     >>> _ = (d / "passage" / "q1.json").write_text("{}")
@@ -103,7 +104,7 @@ def check_same_settings(out_dir: Path, modes: list[str], models: dict, config: d
     from medr2.eval.identity import identity_diff
 
     f = out_dir / "manifest.json"
-    rows = [m for m in modes if any((out_dir / m).glob("*.json"))]
+    rows = [m for m in sorted(set(MODES) | set(modes)) if any((out_dir / m).glob("*.json"))]
     if not rows or not f.is_file():
         return
     try:
@@ -132,6 +133,12 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
         raise TrustError("mode no_rag answers with the generator alone: give one with --llm, or compare the other "
                          "modes (passage, full, oracle_kg), which answer extractively without one")
     check_same_settings(out_dir, modes, engine.model_names(), engine.config.model_dump(mode="json"))
+    # the settings are recorded before the first answer, so a killed first run is checked on resuming
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest = {"modes": modes, "questions": len(questions), "models": engine.model_names(),
+                "index": str(engine.index.path), "commit": git_commit(), "versions": versions(),
+                "config": engine.config.model_dump(mode="json"), "finished": None}
+    write_atomic(out_dir / "manifest.json", manifest)
     # question by question, every mode answering each one before the next question: a killed run
     # leaves the modes compared on the same questions
     rows: dict[str, list[dict]] = {m: [] for m in modes}
@@ -177,10 +184,7 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
         if any("ragas" in r for r in rows[mode]):
             summary[mode]["ragas"] = ragas_summary([r["ragas"] for r in rows[mode] if "ragas" in r])
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    write_atomic(out_dir / "manifest.json", {
-        "modes": modes, "questions": len(questions), "models": engine.model_names(), "index": str(engine.index.path),
-        "commit": git_commit(), "versions": versions(), "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        "config": engine.config.model_dump(mode="json")})
+    write_atomic(out_dir / "manifest.json", {**manifest, "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
     return summary
 
 

@@ -89,15 +89,20 @@ class Engine:
         return Recommender(c, scorer, self.previous_texts, similarity)
 
     def previous_texts(self, passage_ids: list[str]) -> dict[str, list[str]]:
-        """For each passage, the texts before it in its document, nearest last (a list header's
-        grade); each document is read once."""
+        """For each passage, the texts before it in its document's part under the same headings
+        (a guideline summary's recommendations field, not its scope fields), nearest last: a list
+        header's grade and the section heading a recommendation sits under. Each document is read
+        once."""
         store = self.index.store
         rids = [r for r in (store.rowid_of(p) for p in passage_ids) if r is not None]
         docs = {m["doc_id"] for m in store.passages(rids).values()}
         wanted, out = set(passage_ids), {}
         for doc in docs:
-            texts = []
+            texts: list[str] = []
+            path = None
             for p in store.doc_passages(doc):
+                if p.heading_path != path:
+                    texts, path = [], p.heading_path
                 if p.passage_id in wanted:
                     out[p.passage_id] = list(texts)
                 texts.append(p.text)
