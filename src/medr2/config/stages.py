@@ -215,10 +215,12 @@ class RecommendConfig(Section):
     enabled: bool = True
     # a statement is applicable when its relevance is at least this, and at least
     # keep_ratio x the best statement's relevance
-    # dev choice (bench/results/guideline-dev.md, 2026-12-06, statements read with their section
-    # heading, objective omission + (1 - precision) + conflicts): 0.02, 0.7, with max_items 2 and
-    # one_guideline on (2026-12-05, without the headings: 0.2, 0.7, 4, on; 2026-12-04: 0.3, 0.7, 2, off)
-    min_relevance: float = Field(0.02, ge=0.0, le=1.0)
+    # dev choice (bench/results/guideline-dev.md, 2026-12-05, after the abstention's similarity
+    # check, objective omission + (1 - precision) + conflicts): 0.2, 0.7, with max_items 4 and
+    # one_guideline on (before: 0.3, 0.7, 2, off). The grid rerun with section headings
+    # (2026-12-06) chose 0.5, 0.0, 2, off; it did not carry over to the report split (bench/README.md,
+    # "Recommendation answers") and these stay.
+    min_relevance: float = Field(0.2, ge=0.0, le=1.0)
     keep_ratio: float = Field(0.7, ge=0.0, le=1.0)
     # relevance = (1 - w) x cross-encoder + w x term overlap; dev choice 0.75 (the cross-encoder,
     # trained on passages, separates a guideline's statements less well than their wording does)
@@ -239,7 +241,7 @@ class RecommendConfig(Section):
     # without a generator no window limits what is read: the coarse stage keeps this many passages
     # (dev choice among 10, 20, 30, 50: 30)
     extractive_k: int = Field(30, ge=1)
-    max_items: int = Field(2, ge=1)  # dev choice among 2, 3, 4, 5, 8
+    max_items: int = Field(4, ge=1)  # dev choice among 2, 3, 4, 5, 8
     # with a generator: give it the applicable recommendations as the structure of its answer
     # (false: the result still lists them beside the model's own answer)
     prompt: bool = True
