@@ -125,3 +125,17 @@ def test_a_round_with_the_same_passages_reordered_keeps_the_previous_numbering(e
 
 
 METFORMIN_Q = "Should metformin be stopped when eGFR falls below 30?"
+
+
+def test_a_multiple_choice_question_with_no_evidence_left_gets_the_model_s_own_answer(engine):
+    from medr2.schema import AskResult
+
+    p = Pipeline(engine, "vanilla_rag", answer_mode="generate")
+    res = AskResult(question=Q, options=OPTS)
+    ans = p.gated_generate(Q, OPTS, [], [], res)  # nothing passed appraisal
+    assert res.evidence_used is False and "no passage passed appraisal" in res.gate["reason"]
+    assert ans.citations == [] and not (ans.insufficient and not ans.answer)
+    assert ans.answer in OPTS or ans.method in ("error", "unparsed")
+    # a free-text question with nothing left is still "insufficient evidence"
+    free = AskResult(question=Q)
+    assert p.gated_generate(Q, {}, [], [], free).insufficient and free.evidence_used is None
