@@ -35,6 +35,7 @@ import subprocess
 import sys
 import time
 import tomllib
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,16 +161,17 @@ EN_MIXED = {"Book": "book", "Guideline": "guideline", "Paper": "paper", "Wiki": 
 
 def mirage_stems(n: int = 40) -> set[str]:
     """The first N characters (lower-cased) of every MIRAGE question of the five English sets and of
-    every PubMedQA abstract section: a corpus record holding one is an evaluation question's own
-    source and stays out."""
+    every PubMedQA abstract section, less those that start two or more of them (generic openings):
+    a corpus record holding one is an evaluation question's own source and stays out."""
     bench = json.loads(MIRAGE.read_text(encoding="utf-8"))
     texts = [q["question"] for qs in bench.values() for q in qs.values()]
     # PubMedQA's abstracts too: the default index holds them and leaves each question's own out at
     # retrieval time (by its PMID), which a copy of the abstract under another id would escape
     pqal = json.loads((SHARED / "benchmarks" / "pubmedqa" / "ori_pqal.json").read_text(encoding="utf-8"))
     texts += [c for r in pqal.values() for c in r["CONTEXTS"]]
-    stems = {" ".join(t.lower().split())[:n] for t in texts}
-    return {x for x in stems if len(x) >= n}
+    counts = Counter(" ".join(t.lower().split())[:n] for t in texts)
+    # a start shared by two questions ("which of the following is the most likely ") names no source
+    return {x for x, c in counts.items() if len(x) >= n and c == 1}
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
