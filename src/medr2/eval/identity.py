@@ -42,7 +42,9 @@ def run_identity(manifest: dict) -> dict:
         drop = ignored.get(section, set())
         if drop is None:
             continue
-        cfg[section] = {k: v for k, v in values.items() if k not in drop} if isinstance(values, dict) else values
+        kept = {k: v for k, v in values.items() if k not in drop} if isinstance(values, dict) else values
+        if kept != {} or values == {}:  # a section left empty by what the run cannot read is not compared
+            cfg[section] = kept
     return {"dataset": manifest.get("dataset"), "subset_seed": manifest.get("subset_seed"),
             **{k: manifest.get(k) for k in ("method", "answer_mode", "models", "corpus", "own_source_excluded")},
             "config": cfg}
@@ -117,8 +119,10 @@ def moved_keys_read(config: dict) -> dict:
     """A stored config (an older run's manifest) with keys that have moved read at their new place,
     and settings added since (:data:`ADDED_KEYS`) at the value it ran with.
 
-    >>> moved_keys_read({"appraise": {"context_tokens": 1024, "alpha": 1.0}})
-    {'appraise': {'alpha': 1.0}, 'apply': {'context_tokens': 1024}}
+    >>> moved_keys_read({"appraise": {"context_tokens": 1024, "alpha": 1.0}})["apply"]
+    {'context_tokens': 1024}
+    >>> moved_keys_read({})["recommend"]  # a section added since is read at its old values too
+    {'section_headings': False, 'cover_min_relevance': 0.2}
     >>> moved_keys_read({"kg": {"cases": {"k": 3}}})["kg"]["cases"]
     {'k': 3, 'passages_k': 0, 'min_findings': 0}
     """
@@ -130,6 +134,8 @@ def moved_keys_read(config: dict) -> dict:
     for path, value in ADDED_KEYS.items():  # copies down the path, so the caller's dict is not changed
         parent, ok = out, True
         for name in path[:-1]:
+            if name not in parent:  # a section added since: the old run had its old value too
+                parent[name] = {}
             if not isinstance(parent.get(name), dict):
                 ok = False
                 break
