@@ -16,3 +16,9 @@ for r in 1 2 3; do
     .venv/bin/python bench/eval.py --phase $phase --answer-mode generate --n 30 --datasets $SETS --limit $N --runs $RUNS
   done
 done
+# the direct baselines on the same 30 questions: log-likelihood letters (the grid's mode) and a
+# generated letter without a chain of thought (direct); compare with
+#   python bench/where_evidence_helps.py --runs bench/results/eval/runs-gated-cot --mode '' \
+#     --methods vanilla_rag,medr2 --bases direct_cot,direct,direct+loglik,vanilla_rag
+.venv/bin/python bench/eval.py --phase direct --n 30 --datasets $SETS --runs $RUNS
+.venv/bin/python bench/eval.py --phase direct --answer-mode generate --n 30 --datasets $SETS --runs $RUNS
