@@ -209,7 +209,7 @@ class Recommender:
         """Which parts of the question each chosen recommendation covers. A one-part question is
         covered by every chosen recommendation (each passed the relevance bar against it). With
         several parts, a part is covered by a statement whose relevance to that part alone (the
-        same cross-encoder and overlap mix) is at least ``min_relevance``, or, without a
+        same cross-encoder and overlap mix) is at least ``cover_min_relevance``, or, without a
         cross-encoder, that holds ``cover_share`` of its content words."""
         if len(parts) == 1:
             for r in recs:

@@ -325,13 +325,14 @@ def header_grade(previous: list[str]) -> tuple[Optional[str], Optional[str]]:
 # for treatment of patients with cancer with established VTE?"). Labels that name no topic
 # ("Clinical Question 4", "Level C", "Summary Statements", "Yes") are not headings.
 _TITLE_LINE = re.compile(r"^[A-Z][^.;:!?]{2,120}$")
-_QUESTION_LINE = re.compile(r"^[A-Z].{8,300}\?$")
+_QUESTION_LINE = re.compile(r"^[A-Z][^.!?]{8,300}\?$")  # one sentence
 _TOPICLESS = re.compile(
     r"^(?i:(?:clinical |key )?questions?|key (?:action )?statements?|levels?(?: of evidence)?|"
     r"(?:strength|grades?|quality)(?: of)? (?:the )?(?:recommendations?|evidence)|grading(?: system)?|"
     r"(?:major |summary of )?recommendations?|summary(?: statements?)?|conclusions?|background|definitions?|"
     r"notes?|yes|no|none|unknown|not (?:stated|applicable|specified)|n/a|(?:internal|external) peer review|"
-    r"methods?|references?)\b[\s\dA-Z().,-]*$")
+    r"methods?|references?|remarks?|rationale|comments?|certainty of (?:the )?evidence|good practice (?:statements?|points?)|"
+    r"strong|moderate|weak|conditional|low|very low|high)\b[\s\dA-Z().,-]*$")
 _SECTION_NUMBER = re.compile(r"^\d+(?:\.\d+)*\s+(?=[A-Z])")
 _ENDS_BLOCK = re.compile(r"[.;:!?)\]]\s*$")
 
@@ -353,7 +354,7 @@ def is_section_heading(line: str) -> bool:
     # a short directive without a full stop ("Offer metformin first") is a recommendation, not a
     # title; "Use of stents in primary PCI" is a title
     return (bool(_TITLE_LINE.match(line)) and len(line.split()) <= 14
-            and (line.lower().startswith("use of ") or not is_recommendation(line)))
+            and ((line.lower().startswith("use of ") and not _DIRECTIVE.search(line)) or not is_recommendation(line)))
 
 
 def _body(line: str) -> bool:
@@ -389,9 +390,12 @@ def heading_lines(lines: list[str]) -> set[int]:
         while j + 1 < len(lines) and cand[j + 1]:
             j += 1
         prev = lines[i - 1].strip() if i else ""
-        # after the start, a line that ends a sentence or block, or a short list item ("- Misoprostol")
-        after_block = not prev or bool(_ENDS_BLOCK.search(prev)) or bool(_BULLET.match(prev) and len(prev.split()) <= 6)
-        if after_block and j - i < 2 and (j + 1 == len(lines) or _body(lines[j + 1])):
+        # after the start, a line that ends a sentence or block (not a list's lead-in "... avoided:",
+        # unless a short label "Definitions:"), or a short list item ("- Misoprostol")
+        ends = bool(_ENDS_BLOCK.search(prev)) and (not prev.endswith(":") or len(prev.split()) <= 3)
+        after_block = not prev or ends or bool(_BULLET.match(prev) and len(prev.split()) <= 6)
+        nxt = lines[j + 1].strip() if j + 1 < len(lines) else ""
+        if after_block and j - i < 2 and (not nxt or (_body(nxt) and not nxt[0].islower())):
             out.update(range(i, j + 1))
         i = j + 1
     return out

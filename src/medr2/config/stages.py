@@ -262,6 +262,8 @@ class RecommendConfig(Section):
     # with the cross-encoder: a chosen statement covers a part of the question whose relevance to
     # it is at least this (ours, not tuned: min_relevance's value when coverage read that, 2026-12-05)
     cover_min_relevance: float = Field(0.2, ge=0.0, le=1.0)
+    # the same with a generator (llm_min_relevance's value when coverage read that)
+    llm_cover_min_relevance: float = Field(0.3, ge=0.0, le=1.0)
     # passages before a recommendation read for a list header's grade ("... (Level B):") and for the
     # section heading it sits under
     header_lookback: int = Field(12, ge=0)
@@ -275,7 +277,8 @@ class RecommendConfig(Section):
         """This section with the generator path's selection (``llm_*``) in place of the
         extractive path's."""
         return self.model_copy(update={"min_relevance": self.llm_min_relevance, "keep_ratio": self.llm_keep_ratio,
-                                       "max_items": self.llm_max_items, "one_guideline": self.llm_one_guideline})
+                                       "max_items": self.llm_max_items, "one_guideline": self.llm_one_guideline,
+                                       "cover_min_relevance": self.llm_cover_min_relevance})
 
 
 class AmtConfig(Section):

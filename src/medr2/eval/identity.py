@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from medr2.config import MOVED_KEYS
+from medr2.config import MOVED_KEYS, RecommendConfig
 
 
 # Settings that change no answer: how fast or how patiently models are called, how files were read,
@@ -81,6 +81,7 @@ ADDED_KEYS: dict[tuple[str, ...], object] = {
     # [recommend] are trust runs, which are rerun, not resumed, after such a change)
     ("recommend", "section_headings"): False,
     ("recommend", "cover_min_relevance"): 0.2,  # coverage of question parts had read min_relevance (0.2)
+    ("recommend", "llm_cover_min_relevance"): 0.3,  # ... and with a generator llm_min_relevance (0.3)
 }
 
 
@@ -107,7 +108,9 @@ def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
     if method in DIRECT_METHODS:
         out.update(NOT_READ_BY_DIRECT)
     if not manifest.get("free_text"):
-        out["recommend"] = None
+        # without a generator the coarse stage keeps recommend.extractive_k passages when enabled
+        no_llm = (manifest.get("models") or {}).get("generator") in (None, "none") and "models" in manifest
+        out["recommend"] = ({k for k in RecommendConfig.model_fields} - {"enabled", "extractive_k"}) if no_llm else None
     if method != "llm_amt":
         out["amt"] = None
     if method != "tcm_diffrag":
@@ -122,7 +125,7 @@ def moved_keys_read(config: dict) -> dict:
     >>> moved_keys_read({"appraise": {"context_tokens": 1024, "alpha": 1.0}})["apply"]
     {'context_tokens': 1024}
     >>> moved_keys_read({})["recommend"]  # a section added since is read at its old values too
-    {'section_headings': False, 'cover_min_relevance': 0.2}
+    {'section_headings': False, 'cover_min_relevance': 0.2, 'llm_cover_min_relevance': 0.3}
     >>> moved_keys_read({"kg": {"cases": {"k": 3}}})["kg"]["cases"]
     {'k': 3, 'passages_k': 0, 'min_findings': 0}
     """

@@ -207,7 +207,7 @@ class Method:
         decide whether (and how much) the evidence is used; ``res.gate`` and ``res.evidence_used``
         say what was decided and why."""
         g = self.engine.config.gate
-        if g.enabled and not evidence and options and not self.use_loglik(options):
+        if g.enabled and not evidence and options and self.engine.generator is not None and not self.use_loglik(options):
             # nothing passed appraisal: a multiple-choice question still gets the model's own answer
             # (do no harm), uncited, and says why (a free-text one is answered "insufficient evidence")
             dec = skip_decision(None, "no passage passed appraisal")
