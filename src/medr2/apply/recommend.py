@@ -121,11 +121,13 @@ class Recommender:
         for e, stmts in read:
             earlier = before.get(e.passage_id, [])[-self.c.header_lookback:]
             inherited = header_grade(earlier)
+            # the nearest heading before the passage, read once for its statements
+            above = section_heading(earlier) if (self.c.section_headings and earlier) else None
             for s in stmts:
                 if s.grade is None and inherited[0] is not None:
                     s.grade, s.strength = inherited
                 # the heading in force in its own passage (extract), else the nearest one before the passage
-                s.section = (s.section or section_heading(earlier)) if self.c.section_headings else None
+                s.section = (s.section or above) if self.c.section_headings else None
                 if s.grade is None and e.source_type != "guideline":
                     continue  # a paper's or an opinion's "should" is not a guideline recommendation
                 key = " ".join(s.statement.lower().split())
