@@ -52,6 +52,7 @@ PHASES = {
     "direct": ["direct"],
     "cot": ["direct_cot"],
     "rag": ["vanilla_rag"],
+    "rag_cot": ["+cot"],  # vanilla RAG with a chain of thought (the generated CoT cells' like-for-like row)
     "medr2": ["medr2"],
     "ablations": ["+reformulator", "+reranker", "+reformulator+reranker"],
     "amt": ["llm_amt"],
@@ -104,6 +105,20 @@ MIXED = SHARED / "corpora" / "mixed_samples"
 ZH_MIXED = {"Book": "book", "Guideline": "guideline", "Paper": "paper", "Wiki": "entry"}
 
 
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def apollo_rows(name: str, lang: str) -> list[dict]:
+    """Apollo's sampled question / answer pairs of one source ("Book", "Wiki", ...) in one language
+    ("en", "zh") as id / title / text rows, the question first ("Q: ... A: ..." or "问：...答：...")."""
+    pairs = json.loads((MIXED / f"Medical_{name}_{lang}_sampled.json").read_text(encoding="utf-8"))
+    q_mark, a_mark, title_len = ("问：", "答：", 60) if lang == "zh" else ("Q: ", "A: ", 200)
+    return [{"id": f"apollo-{name.lower()}-{lang}-{i}", "title": q.strip().splitlines()[0][:title_len],
+             "text": f"{q_mark}{q.strip()}\n{a_mark}{a.strip()}"} for i, (q, a) in enumerate(pairs)]
+
+
 def zh_index() -> Path:
     """The Chinese index MCMLE retrieves from (the English index holds no Chinese passage): Apollo's
     Chinese book / guideline / paper / wiki answers, the liver-cancer literature dialogues and the
@@ -121,21 +136,15 @@ def zh_index() -> Path:
     dropped = 0
     files: list[tuple[Path, str]] = []
     for name, stype in ZH_MIXED.items():
-        rows = []
-        for i, (q, a) in enumerate(json.loads((MIXED / f"Medical_{name}_zh_sampled.json").read_text(encoding="utf-8"))):
-            text = f"问：{q.strip()}\n答：{a.strip()}"
-            if any(x in text for x in stems):
-                dropped += 1
-                continue
-            rows.append({"id": f"apollo-{name.lower()}-zh-{i}", "title": q.strip().splitlines()[0][:60], "text": text})
-        files.append((src / f"apollo_{name.lower()}_zh.jsonl", stype))
-        files[-1][0].write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        rows = apollo_rows(name, "zh")
+        kept = [r for r in rows if not any(x in r["text"] for x in stems)]
+        dropped += len(rows) - len(kept)
+        files.append((write_jsonl(src / f"apollo_{name.lower()}_zh.jsonl", kept), stype))
     liver = []
     for i, r in enumerate(json.loads((ZH / "data-literature_liver_cancer.json").read_text(encoding="utf-8"))):
         talk = " ".join(r["instruction"].replace("<user>:", "问：").replace("<bot>:", "答：").split())
         liver.append({"id": f"liver-cancer-{i}", "title": "肝癌文献问答", "text": f"{talk}\n答：{r['output'].strip()}"})
-    files.append((src / "liver_cancer_zh.jsonl", "paper"))
-    files[-1][0].write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in liver), encoding="utf-8")
+    files.append((write_jsonl(src / "liver_cancer_zh.jsonl", liver), "paper"))
     # Dense vectors from the bundled multilingual-e5-small (MiniLM is English-only). The terms
     # standard is one 40,000-line document; its numbered outline (3 parts, 33 chapters, 3,951 term
     # entries) gives Med-R2's units, so its default truncation of units over 10,000 tokens keeps
@@ -172,11 +181,6 @@ def mirage_stems(n: int = 40) -> set[str]:
     counts = Counter(" ".join(t.lower().split())[:n] for t in texts)
     # a start shared by two questions ("which of the following is the most likely ") names no source
     return {x for x, c in counts.items() if len(x) >= n and c == 1}
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 def extended_corpus(folder: Path, default_corpus: Path) -> list[tuple[Path, str]]:
@@ -217,10 +221,7 @@ def extended_corpus(folder: Path, default_corpus: Path) -> list[tuple[Path, str]
             for i, a in enumerate(abstracts)]
     files.append((write_jsonl(folder / "pubmed_299.jsonl", clean(rows)), "paper"))
     for name, stype in EN_MIXED.items():
-        pairs = json.loads((MIXED / f"Medical_{name}_en_sampled.json").read_text(encoding="utf-8"))
-        rows = [{"id": f"apollo-{name.lower()}-en-{i}", "title": q.strip().splitlines()[0][:200],
-                 "text": f"Q: {q.strip()}\nA: {a.strip()}"} for i, (q, a) in enumerate(pairs)]
-        files.append((write_jsonl(folder / f"apollo_{name.lower()}_en.jsonl", clean(rows)), stype))
+        files.append((write_jsonl(folder / f"apollo_{name.lower()}_en.jsonl", clean(apollo_rows(name, "en"))), stype))
     for name, src, stype in (("guideline_chunks", SHARED / "corpora" / "guidelines" / "raw_guideline_chunks_en.jsonl",
                               "guideline"), ("case_reports", MIXED / "case_reports_en.jsonl", "paper")):
         texts = [json.loads(x)[0].strip() for x in src.read_text(encoding="utf-8").splitlines() if x.strip()]

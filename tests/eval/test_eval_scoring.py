@@ -193,6 +193,28 @@ def test_eval_run_resumes_and_scores(tmp_path, demo_index_dir):
     assert r.exit_code == 2 and "--benchmark" in r.output
 
 
+@pytest.mark.slow
+def test_eval_run_marks_a_mixed_set_free_text_whatever_slice_it_answers(tmp_path, demo_index_dir, monkeypatch):
+    """The settings a run compares hold for its whole subset: a set with an option-less question is
+    marked free_text even when --limit answers only a multiple-choice one, so a later call that
+    reaches the free-text question does not meet a manifest that ignored [recommend]."""
+    import medr2.eval.runner as runner
+    from medr2.schema import EvalQuestion
+
+    qs = [EvalQuestion(dataset="mixed", id="mc", question="Which drug slows kidney disease in type 2 diabetes?",
+                       options={"A": "SGLT2 inhibitor", "B": "Paracetamol"}, answer="A"),
+          EvalQuestion(dataset="mixed", id="free", question="What do guidelines recommend for hypertension?")]
+    monkeypatch.setattr(runner, "load_questions", lambda name, benchmark: list(qs))
+    out = tmp_path / "runs"
+    r = CliRunner().invoke(main, ["eval", "run", "--dataset", "mixed", "--method", "vanilla_rag", "--index",
+                                  str(demo_index_dir), "--llm", "none", "--out", str(out), "--no-progress",
+                                  "--limit", "1"])
+    assert r.exit_code == 0, r.output
+    run_dir = out / "mixed" / "vanilla_rag" / "none"
+    assert sorted(f.name for f in run_dir.glob("*.json")) == ["manifest.json", "mc.json"]
+    assert json.loads((run_dir / "manifest.json").read_text()).get("free_text") is True
+
+
 def test_mirage_pmids_are_plain_numbers():
     m = list(load_mirage(shared("benchmarks/mirage/benchmark.json"), ["pubmedqa"]))
     assert all(q.pmid and q.pmid.isdigit() for q in m)

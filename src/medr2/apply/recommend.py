@@ -136,17 +136,22 @@ class Recommender:
                     out.append((e, s))
         return out
 
-    def relevance(self, question: str, cands: list[tuple[EvidenceItem, Statement]]) -> np.ndarray:
-        if not cands:
+    def mix(self, question: str, texts: Sequence[tuple[Optional[str], str, Optional[str]]]) -> np.ndarray:
+        """Relevance of (title, statement, section) texts to a question: (1 - ``overlap_weight``) x
+        the cross-encoder on "title: statement" + ``overlap_weight`` x the term overlap of the
+        section and statement (a statement is read with the heading it sits under, "Management of
+        Severe CDI"); the overlap alone without a cross-encoder."""
+        if not texts:
             return np.zeros(0)
-        # a statement is read with the section it sits under ("Management of Severe CDI")
-        overlap = overlap_scores(question, [with_section(s.section, s.statement) for _, s in cands])
+        overlap = overlap_scores(question, [with_section(sec, st) for _, st, sec in texts])
         if self.scorer is None:
             return overlap
-        ce = np.asarray(self.scorer(question, [f"{e.title}: {s.statement}" if e.title else s.statement
-                                               for e, s in cands]), dtype=np.float64)
+        ce = np.asarray(self.scorer(question, [f"{t}: {st}" if t else st for t, st, _ in texts]), dtype=np.float64)
         w = self.c.overlap_weight
         return (1 - w) * ce + w * overlap
+
+    def relevance(self, question: str, cands: list[tuple[EvidenceItem, Statement]]) -> np.ndarray:
+        return self.mix(question, [(e.title, s.statement, s.section) for e, s in cands])
 
     def choose(self, question: str, cands: list[tuple[EvidenceItem, Statement]], rel: np.ndarray,
                best_passage: Optional[float] = None,
@@ -218,12 +223,9 @@ class Recommender:
                 r.covers = list(parts)
             return
         if self.scorer is not None and recs:
-            texts = [f"{r.title}: {r.statement}" if r.title else r.statement for r in recs]
-            w = self.c.overlap_weight
+            texts = [(r.title, r.statement, r.section) for r in recs]
             for p in parts:
-                v = ((1 - w) * np.asarray(self.scorer(p, texts), dtype=np.float64)
-                     + w * overlap_scores(p, [with_section(r.section, r.statement) for r in recs]))
-                for r, x in zip(recs, v):
+                for r, x in zip(recs, self.mix(p, texts)):
                     if x >= self.c.cover_min_relevance:
                         r.covers.append(p)
             return

@@ -58,6 +58,8 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
         qs = subset(load_questions(name, benchmark), n, seed)
     except DatasetError as e:
         fail(str(e), EXIT_USAGE)
+    # the settings a run compares hold for the whole subset, whatever slice this call answers
+    free_text = any(not q.options for q in qs)
     qs = answer_order([q for i, q in enumerate(qs) if in_shard(i, sh)][: limit if limit else None], seed)
     try:
         engine = Engine.open(index_dir, config, generator=llm_spec)
@@ -87,7 +89,7 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
                   getattr(engine.generator, "name", None))
     manifest = engine_manifest(engine, dataset_spec, method, index_dir, subset_seed=seed, shard=shard,
                                answer_mode=answer_mode, own_source_excluded=not allow_own_source)
-    if any(not q.options for q in qs):  # free-text questions may get recommendation answers ([recommend])
+    if free_text:  # free-text questions may get recommendation answers ([recommend])
         manifest["free_text"] = True
 
     try:
