@@ -116,3 +116,19 @@ def test_llama_cpp_continues_a_reply_from_its_live_context():
     out = lm.continue_reply(msgs, "Metformin treats", max_tokens=30)
     assert out["text"].startswith("Metformin treats") and len(out["text"]) > len("Metformin treats")
     assert lm.usage.reused_tokens - before == out["prompt_tokens"] - 1
+
+
+def test_a_rationale_after_the_letter_is_cut_and_the_letter_kept():
+    looping = '{ "answer": "B","rationale": "' + FIRST + " " + FIRST + " Passage [1] says"
+    # the rationale was the last field (a direct answer): the object is closed, nothing to continue
+    assert cut_rationale(looping, "rationale", None) == '{ "answer": "B","rationale": "' + FIRST + '"}'
+    assert cut_rationale(looping, "rationale", "citations", "[").endswith(FIRST + '", "citations": [')
+    schema = answer_schema(0, {"A": "x", "B": "y"}, True, with_evidence=False, rationale_after=True)
+    err = LLMOutputError("loop", looping, looped=True)
+    assert salvage_looped(object(), [], schema, err) == {"answer": "B", "rationale": FIRST}
+    # with evidence the citations follow: continued from "[" and validated
+    schema = answer_schema(2, {"A": "x", "B": "y"}, True, rationale_after=True)
+    model = LoopingModel(tail='1], "insufficient": false}')
+    assert salvage_looped(model, [], schema, err) == {"answer": "B", "rationale": FIRST, "citations": [1],
+                                                      "insufficient": False}
+    assert model.heads[0].endswith('"citations": [')

@@ -83,12 +83,25 @@ def strip_bad_marks(text: str, n: int) -> tuple[str, list[int]]:
     return _MARK.sub(sub, text), bad
 
 
-def answer_schema(n: int, options: dict[str, str], cot: bool, with_evidence: bool = True) -> dict[str, Any]:
+def answer_schema(n: int, options: dict[str, str], cot: bool, with_evidence: bool = True,
+                  rationale_after: bool = False) -> dict[str, Any]:
+    """The reply's JSON schema; its field order is the order the model writes them in, so
+    ``rationale_after`` (a multiple-choice question only) has the letter chosen before the
+    rationale.
+
+    >>> list(answer_schema(2, {"A": "x", "B": "y"}, True)["properties"])
+    ['rationale', 'answer', 'citations', 'insufficient']
+    >>> list(answer_schema(2, {"A": "x", "B": "y"}, True, rationale_after=True)["properties"])[:2]
+    ['answer', 'rationale']
+    """
     props: dict[str, Any] = {}
-    if cot:
+    after = cot and rationale_after and bool(options)
+    if cot and not after:
         props["rationale"] = {"type": "string"}
     props["answer"] = ({"type": "string", "enum": list(options)} if options
                        else {"type": "string", "minLength": 1, "maxLength": 600})
+    if after:
+        props["rationale"] = {"type": "string"}
     if with_evidence:
         props["citations"] = {"type": "array", "items": {"type": "integer", "enum": list(range(1, n + 1))},
                               "maxItems": n} if n else {"type": "array", "maxItems": 0}
@@ -122,13 +135,18 @@ def failed_answer(err: Exception) -> Answer:
 
 
 class CitedAnswerer:
+    """The cited answer over numbered evidence. ``rationale_after``: a multiple-choice answer
+    gives its letter first and then the rationale that explains it (``apply.choice_rationale``
+    "after"); otherwise a chain of thought precedes the answer (``cot``)."""
+
     def __init__(self, llm: Optional[LLM], cot: bool = True, few_shot: int = 2, max_tokens: int = 400,
-                 retries: int = 2):
+                 retries: int = 2, rationale_after: bool = False):
         self.llm = llm
         self.cot = cot
         self.few_shot = few_shot
         self.max_tokens = max_tokens
         self.retries = retries
+        self.rationale_after = rationale_after
 
     def answer(self, question: str, options: dict[str, str], evidence: list[EvidenceItem],
                graph: Optional[str] = None, recommendations: Optional[str] = None) -> Answer:
@@ -143,8 +161,9 @@ class CitedAnswerer:
         if self.llm is None:
             return extractive_answer(question, options, evidence)
         items = [e.prompt_dict() for e in evidence]
-        schema = answer_schema(len(evidence), options, self.cot)
-        msgs = answer_messages(question, options, items, self.cot, self.few_shot, graph, recommendations)
+        schema = answer_schema(len(evidence), options, self.cot, rationale_after=self.rationale_after)
+        msgs = answer_messages(question, options, items, self.cot, self.few_shot, graph, recommendations,
+                               rationale_after=self.rationale_after)
         try:
             out = structured(self.llm, msgs, schema, max_tokens=self.max_tokens, retries=self.retries)
         except LLMOutputError as e:  # a call that could not be made at all is not repaired by another
@@ -217,14 +236,17 @@ def extractive_answer(question: str, options: dict[str, str], evidence: list[Evi
                   ["no LLM: the answer is the best-matching evidence sentence, quoted"])
 
 
-def direct_answer(llm: Optional[LLM], question: str, options: dict[str, str], cot: bool, max_tokens: int) -> Answer:
-    """No retrieval: the generator answers from its own knowledge (baseline)."""
+def direct_answer(llm: Optional[LLM], question: str, options: dict[str, str], cot: bool, max_tokens: int,
+                  rationale_after: bool = False) -> Answer:
+    """No retrieval: the generator answers from its own knowledge (baseline). ``rationale_after``
+    as in :class:`CitedAnswerer`."""
     from medr2.apply.prompts import direct_messages
 
     if llm is None:
         raise LLMError("the direct pipeline needs an LLM; none is configured")
     notes = ["no retrieval: answer from the model's own knowledge, uncited"]
-    msgs, schema = direct_messages(question, options, cot), answer_schema(0, options, cot, with_evidence=False)
+    msgs = direct_messages(question, options, cot, rationale_after=rationale_after)
+    schema = answer_schema(0, options, cot, with_evidence=False, rationale_after=rationale_after)
     try:
         out = structured(llm, msgs, schema, max_tokens=max_tokens)
     except LLMOutputError as e:

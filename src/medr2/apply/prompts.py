@@ -84,7 +84,7 @@ SYSTEM_KG = (
 
 
 def _user_answer(question: str, options: dict[str, str], evidence: list[dict], cot: bool,
-                 graph: Optional[str] = None, recommendations: Optional[str] = None) -> str:
+                 graph: Optional[str] = None, recommendations: Optional[str] = None, after: bool = False) -> str:
     parts = []
     if graph:
         parts.append("Knowledge graph statements:\n" + graph)
@@ -102,40 +102,53 @@ def _user_answer(question: str, options: dict[str, str], evidence: list[dict], c
                      "evidence does not say.")
     else:
         parts.append("Give a short answer (one or two sentences).")
-    if cot:
+    if after:
+        parts.append("Give the answer first, then explain it in the rationale, citing [n].")
+    elif cot:
         parts.append("Think step by step in the rationale, citing [n], before the answer.")
     return "\n\n".join(parts)
 
 
 def answer_messages(question: str, options: dict[str, str], evidence: list[dict], cot: bool = True,
                     few_shot: int = 2, graph: Optional[str] = None,
-                    recommendations: Optional[str] = None) -> list[dict[str, str]]:
+                    recommendations: Optional[str] = None, rationale_after: bool = False) -> list[dict[str, str]]:
     """The answer prompt: demonstrations, then the evidence and the question. A question without
     options gets its demonstrations without options too: shown a multiple-choice demonstration, a
-    small model answers an open question with a letter.
+    small model answers an open question with a letter. ``rationale_after``: a multiple-choice
+    question is answered letter first, then explained (the demonstrations too).
 
     >>> [m["content"] for m in answer_messages("Dose?", {}, [], cot=False)][2]
     '{"answer": "SGLT2 inhibitors: they cut the risk of kidney failure by about a third.", "citations": [1], \
 "insufficient": false}'
+    >>> answer_messages("Drug?", {"A": "x", "B": "y"}, [], rationale_after=True)[2]["content"][:30]
+    '{"answer": "B", "rationale": "'
     """
     import json
 
+    after = cot and rationale_after and bool(options)
     msgs = [{"role": "system", "content": SYSTEM_ANSWER + (SYSTEM_KG if graph else "")}]
     for demo in DEMOS[:few_shot]:
         demo_options, ans = demo["options"], dict(demo["answer"])
         if not options and demo_options:
             demo_options, ans["answer"] = {}, demo["open_answer"]
-        msgs.append({"role": "user", "content": _user_answer(demo["question"], demo_options, demo["evidence"], cot)})
+        msgs.append({"role": "user", "content": _user_answer(demo["question"], demo_options, demo["evidence"], cot,
+                                                             after=after)})
         if not cot:
             ans.pop("rationale")
+        elif after:  # the letter first: the reply's fields in the order the schema asks for
+            ans = {"answer": ans["answer"], **{k: v for k, v in ans.items() if k != "answer"}}
         msgs.append({"role": "assistant", "content": json.dumps(ans)})
-    msgs.append({"role": "user", "content": _user_answer(question, options, evidence, cot, graph, recommendations)})
+    msgs.append({"role": "user", "content": _user_answer(question, options, evidence, cot, graph, recommendations,
+                                                         after=after)})
     return msgs
 
 
-def direct_messages(question: str, options: dict[str, str], cot: bool = True) -> list[dict[str, str]]:
+def direct_messages(question: str, options: dict[str, str], cot: bool = True,
+                    rationale_after: bool = False) -> list[dict[str, str]]:
     sys = "You are a medical expert. Answer the question."
-    return [{"role": "system", "content": sys}, {"role": "user", "content": _user_answer(question, options, [], cot)}]
+    after = cot and rationale_after and bool(options)
+    return [{"role": "system", "content": sys},
+            {"role": "user", "content": _user_answer(question, options, [], cot, after=after)}]
 
 
 def draft_messages(question: str, options: dict[str, str]) -> list[dict[str, str]]:

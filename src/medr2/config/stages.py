@@ -167,8 +167,11 @@ class AppraiseConfig(Section):
 
 
 class ApplyConfig(Section):
-    # Whether a rationale (chain of thought) precedes the answer is the pipeline's choice
-    # (``+cot`` / ``medr2``), not a setting.
+    # Whether a method writes a rationale is the pipeline's choice (``+cot`` / ``medr2``), not a
+    # setting. Where it goes in a multiple-choice answer is: "before" the letter (a chain of
+    # thought: Med-R2, MIRAGE's CoT prompt) or "after" it (the letter is chosen first, then
+    # explained and cited). Free-text answers keep their rationale before the answer.
+    choice_rationale: Literal["before", "after"] = "before"
     few_shot: int = Field(2, ge=0, le=2)  # CoT demonstrations in the prompt
     max_answer_tokens: int = Field(400, ge=16)
     # Context window w for the selected evidence (Med-R2 default 4K tokens; was

@@ -5,7 +5,7 @@ write into one run directory (:func:`run_identity`), less what cannot change an 
 
 Example::
 
-    >>> run_identity({"dataset": "medqa:100", "config": {"serve": {"port": 1}}})["config"]
+    >>> run_identity({"dataset": "medqa:100", "answer_mode": "loglik", "config": {"serve": {"port": 1}}})["config"]
     {}
 """
 
@@ -82,6 +82,7 @@ ADDED_KEYS: dict[tuple[str, ...], object] = {
     ("recommend", "section_headings"): False,
     ("recommend", "cover_min_relevance"): 0.2,  # coverage of question parts had read min_relevance (0.2)
     ("recommend", "llm_cover_min_relevance"): 0.3,  # ... and with a generator llm_min_relevance (0.3)
+    ("apply", "choice_rationale"): "before",  # a multiple-choice letter after its chain of thought (2026-12-06)
 }
 
 
@@ -92,16 +93,17 @@ def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
     without options; recommendation answers are for free-text questions only);
     ``[amt]`` outside the LLM-AMT method; ``[kg.cases]`` outside TCM-DiffRAG; every retrieval,
     appraisal and gate setting in direct answering (it reads the generator's settings,
-    ``[apply]``'s answer length and ``query.max_question_chars``).
+    ``[apply]``'s answer length and ``query.max_question_chars``); ``apply.choice_rationale`` in a run
+    that writes no rationale (log-likelihood answers, methods without a chain of thought).
 
     >>> unread_settings({"method": "medr2", "answer_mode": "loglik"})
-    {'serve': None, 'recommend': None, 'amt': None, 'kg': {'cases'}}
+    {'serve': None, 'recommend': None, 'amt': None, 'kg': {'cases'}, 'apply': {'choice_rationale'}}
     >>> unread_settings({"method": "tcm_diffrag", "answer_mode": "generate"})
     {'serve': None, 'recommend': None, 'amt': None}
     >>> "recommend" in unread_settings({"method": "trust", "free_text": True})
     False
     >>> sorted(unread_settings({"method": "direct", "answer_mode": "loglik"}))[:4]
-    ['amt', 'appraise', 'assess', 'dense']
+    ['amt', 'apply', 'appraise', 'assess']
     """
     method = manifest.get("method") or ""
     out: dict[str, Optional[set[str]]] = {"serve": None}
@@ -115,7 +117,17 @@ def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
         out["amt"] = None
     if method != "tcm_diffrag":
         out.setdefault("kg", {"cases"})
+    if str(manifest.get("answer_mode") or "").startswith("loglik") or not _writes_rationale(method):
+        out["apply"] = {"choice_rationale"}  # where a rationale goes, in a run that generates none
     return out
+
+
+def _writes_rationale(method: str) -> bool:
+    """Whether a method writes a rationale (its chain of thought); unknown names (trust runs) do."""
+    from medr2.pipelines.registry import PIPELINES
+
+    spec = PIPELINES.get(method)
+    return spec is None or spec.cot
 
 
 def moved_keys_read(config: dict) -> dict:
@@ -123,7 +135,7 @@ def moved_keys_read(config: dict) -> dict:
     and settings added since (:data:`ADDED_KEYS`) at the value it ran with.
 
     >>> moved_keys_read({"appraise": {"context_tokens": 1024, "alpha": 1.0}})["apply"]
-    {'context_tokens': 1024}
+    {'context_tokens': 1024, 'choice_rationale': 'before'}
     >>> moved_keys_read({})["recommend"]  # a section added since is read at its old values too
     {'section_headings': False, 'cover_min_relevance': 0.2, 'llm_cover_min_relevance': 0.3}
     >>> moved_keys_read({"kg": {"cases": {"k": 3}}})["kg"]["cases"]

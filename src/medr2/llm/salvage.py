@@ -30,11 +30,14 @@ MIN_KEPT = 40  # characters of rationale worth keeping; a shorter one is answere
 _QUOTE = re.compile(r'(?<!\\)(?:\\\\)*"')
 
 
-def cut_rationale(reply: str, field: str, then: str) -> Optional[str]:
+def cut_rationale(reply: str, field: str, then: Optional[str], opening: str = '"') -> Optional[str]:
     """The reply's start up to where its ``field`` string began repeating itself, that string
-    closed and the string field ``then`` opened; None when the reply does not open with
-    ``field``, the loop is not inside it, or too little comes before the loop."""
-    m = re.match(r'\s*\{\s*"' + re.escape(field) + r'"\s*:\s*"', reply)
+    closed and the field ``then`` opened with ``opening`` (``"`` a string, ``[`` an array), or the
+    object closed when ``then`` is None (``field`` was the last one); None when ``field`` is not
+    the reply's first field or the one after its completed first field (a letter chosen before the
+    rationale: ``{"answer": "C", "rationale": "...``), the loop is not inside it, or too little
+    comes before the loop."""
+    m = re.match(r'\s*\{\s*(?:"[A-Za-z_]+"\s*:\s*"[^"\\]*"\s*,\s*)?"' + re.escape(field) + r'"\s*:\s*"', reply)
     if m is None:
         return None
     body = reply[m.end():]
@@ -44,28 +47,40 @@ def cut_rationale(reply: str, field: str, then: str) -> Optional[str]:
     kept = body[:cut].rstrip().rstrip("\\")
     if len(kept) < MIN_KEPT:
         return None
-    return f'{reply[:m.end()]}{kept}", "{then}": "'
+    return f'{reply[:m.end()]}{kept}", "{then}": {opening}' if then is not None else f'{reply[:m.end()]}{kept}"}}'
+
+
+_OPENING = {"string": '"', "array": "["}  # how the field after the rationale opens; others open bare
 
 
 def salvage_looped(llm: LLM, messages: list[dict[str, str]], schema: dict[str, Any], error: LLMOutputError,
-                   field: str = "rationale", then: str = "answer", max_tokens: int = 128) -> Optional[dict[str, Any]]:
+                   field: str = "rationale", max_tokens: int = 128) -> Optional[dict[str, Any]]:
     """The schema-valid reply continued from the looping reply of ``error`` cut before its loop
-    (:func:`cut_rationale`), or None when that cannot be done: the error is not a loop, the
-    backend cannot continue a reply, the cut does not apply, or the continuation is not valid."""
+    (:func:`cut_rationale`; the field after ``field`` is the schema's next property, and a
+    rationale that was the last field needs no continuation), or None when that cannot be done:
+    the error is not a loop, the backend cannot continue a reply, the cut does not apply, or the
+    result is not valid."""
     import jsonschema
 
     props = schema.get("properties", {})
-    if not (error.looped and error.reply and hasattr(llm, "continue_reply") and field in props
-            and props.get(then, {}).get("type") == "string"):
+    names = list(props)
+    if not (error.looped and error.reply and field in props):
         return None
-    head = cut_rationale(error.reply, field, then)
+    i = names.index(field)
+    then = names[i + 1] if i + 1 < len(names) else None
+    if then is not None and not hasattr(llm, "continue_reply"):
+        return None
+    head = cut_rationale(error.reply, field, then, _OPENING.get(props[then].get("type"), "") if then else "")
     if head is None:
         return None
-    out = llm.continue_reply(messages, head, max_tokens=max_tokens)
-    if out.get("finish_reason") in ("repetition", "length"):
-        return None
+    text = head
+    if then is not None:
+        out = llm.continue_reply(messages, head, max_tokens=max_tokens)
+        if out.get("finish_reason") in ("repetition", "length"):
+            return None
+        text = out["text"]
     try:
-        value = json.loads(extract_json(out["text"]), strict=False)
+        value = json.loads(extract_json(text), strict=False)
         jsonschema.validate(value, schema)
     except (json.JSONDecodeError, jsonschema.ValidationError):
         return None

@@ -196,7 +196,8 @@ class Method:
         with stage("generate"):
             try:
                 return (self.loglik().answer(question, options, []) if self.use_loglik(options) else
-                        direct_answer(e.generator, question, options, self.s.cot, e.config.apply.max_answer_tokens))
+                        direct_answer(e.generator, question, options, self.s.cot, e.config.apply.max_answer_tokens,
+                                      e.config.apply.choice_rationale == "after"))
             except LLMError as err:  # one failed answer, not a failed run
                 return failed_answer(err)
 

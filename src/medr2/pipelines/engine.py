@@ -59,7 +59,9 @@ class Engine:
         self._graph = None
         self._tcm = None
         a = cfg.apply
-        self.answerers = {cot: CitedAnswerer(generator, cot, a.few_shot, a.max_answer_tokens, cfg.llm.json_retries)
+        after = a.choice_rationale == "after"
+        self.answerers = {cot: CitedAnswerer(generator, cot, a.few_shot, a.max_answer_tokens, cfg.llm.json_retries,
+                                             rationale_after=after)
                           for cot in (True, False)}
         self.focus = self._focus(a.focus_sentences)
         self.recommender = self._recommender()
