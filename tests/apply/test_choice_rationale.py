@@ -1,66 +1,80 @@
 """Where the rationale of a multiple-choice answer goes (``apply.choice_rationale``, issue 35): a
-chain of thought before the letter, or the letter first and then its explanation. Plumbing with a
-recording fake model; the real ordering with the bundled SmolLM2 is in
-tests/pipelines/test_choice_rationale_pipeline.py."""
+chain of thought before the letter, or the letter the model gives without one and then, in a
+second turn, its explanation. Plumbing with a recording fake model; the same letters with the
+bundled SmolLM2 are in tests/pipelines/test_choice_rationale_pipeline.py."""
 
 import json
 
-from medr2.apply.answer import CitedAnswerer, EvidenceItem, direct_answer
+from medr2.apply.answer import AFTER, CitedAnswerer, EvidenceItem, answer_schema, direct_answer
+from medr2.apply.prompts import answer_messages, direct_messages
 from medr2.eval.identity import run_identity
 
 OPTS = {"A": "Aspirin", "B": "Heparin"}
 EV = [EvidenceItem(1, "p1", "Anticoagulation", "guideline", 3, "Heparin is used for acute venous thromboembolism.")]
+WHY = "Heparin is the anticoagulant the guideline names [1]."
 
 
 class Recording:
-    """Plumbing fake: records each call's messages and schema, replies with the schema's fields in
-    the schema's order (the order a grammar-constrained model writes them in)."""
+    """Plumbing fake: records each call's messages and schema and fills the schema's fields;
+    ``why`` is the explanation turn's reply text (None: a valid one)."""
 
     name = "recording"
     temperature = 0.0
     seed = 0
 
-    def __init__(self):
-        self.calls = []
+    def __init__(self, why=None):
+        self.calls, self.why = [], why
 
     def chat(self, messages, max_tokens=512, temperature=0.0, seed=0, json_schema=None):
         self.calls.append((messages, json_schema))
-        value = {"rationale": "Heparin is the anticoagulant named [1].", "citations": [1], "insufficient": False,
-                 "answer": "B" if "enum" in json_schema["properties"]["answer"] else "Heparin."}
-        reply = {k: value[k] for k in json_schema["properties"]}
-        return {"text": json.dumps(reply), "prompt_tokens": 10, "completion_tokens": 10}
+        props = json_schema["properties"]
+        if list(props) == ["rationale"] and self.why is not None:
+            return {"text": self.why, "prompt_tokens": 10, "completion_tokens": 10, "finish_reason": "stop"}
+        value = {"rationale": WHY, "citations": [1], "insufficient": False,
+                 "answer": "B" if "enum" in props.get("answer", {}) else "Heparin."}
+        return {"text": json.dumps({k: value[k] for k in props}), "prompt_tokens": 10, "completion_tokens": 10}
 
 
-def test_after_asks_for_the_letter_first_and_shows_it_so():
+def test_after_gives_the_letter_of_the_plain_prompt_then_explains_it():
     llm = Recording()
     ans = CitedAnswerer(llm, cot=True, few_shot=2, rationale_after=True).answer("Which drug?", OPTS, EV)
-    msgs, schema = llm.calls[0]
-    assert list(schema["properties"])[:2] == ["answer", "rationale"]
-    assert "Give the answer first, then explain it" in msgs[-1]["content"]
-    assert "before the answer" not in msgs[-1]["content"]
-    demos = [m["content"] for m in msgs if m["role"] == "assistant"]
-    assert demos and all(d.startswith('{"answer"') for d in demos)
-    # the answer keeps its rationale and citations whatever the order
-    assert ans.answer == "B" and ans.rationale.startswith("Heparin") and ans.citations == ["p1"]
+    (first, s1), (second, s2) = llm.calls
+    # the letter is asked exactly as a method without a chain of thought asks it
+    items = [e.prompt_dict() for e in EV]
+    assert first == answer_messages("Which drug?", OPTS, items, False, 2) and s1 == answer_schema(1, OPTS, False)
+    # then the same conversation, the reply, and the request to explain that option
+    assert second[:-2] == first and json.loads(second[-2]["content"])["answer"] == "B"
+    assert second[-1]["content"].startswith("Explain in two or three sentences why option B (Heparin)")
+    assert list(s2["properties"]) == ["rationale"]
+    assert ans.answer == "B" and ans.rationale == WHY and ans.citations == ["p1"] and ans.notes[0] == AFTER
 
 
 def test_before_is_a_chain_of_thought_and_free_text_keeps_it():
     llm = Recording()
     CitedAnswerer(llm, cot=True, few_shot=1).answer("Which drug?", OPTS, EV)
     CitedAnswerer(llm, cot=True, few_shot=1, rationale_after=True).answer("What treats a clot?", {}, EV)
-    for msgs, schema in llm.calls:  # the default, and a question without options under "after"
+    assert len(llm.calls) == 2  # one call each: no explanation turn
+    for msgs, schema in llm.calls:
         assert list(schema["properties"])[:2] == ["rationale", "answer"]
         assert "Think step by step in the rationale" in msgs[-1]["content"]
-        assert all(m["content"].startswith('{"rationale"') for m in msgs if m["role"] == "assistant")
+
+
+def test_an_explanation_that_fails_leaves_the_letter_standing():
+    llm = Recording(why='{"rationale": ')  # cut off: never valid JSON
+    ans = CitedAnswerer(llm, cot=True, few_shot=0, rationale_after=True).answer("Which drug?", OPTS, EV)
+    assert ans.answer == "B" and ans.rationale == "" and ans.citations == ["p1"]
+    assert any(n.startswith("no rationale for option B") for n in ans.notes)
 
 
 def test_direct_answer_follows_the_setting_and_a_method_without_rationale_ignores_it():
     llm = Recording()
     ans = direct_answer(llm, "Which drug?", OPTS, cot=True, max_tokens=64, rationale_after=True)
-    assert list(llm.calls[0][1]["properties"]) == ["answer", "rationale"] and ans.answer == "B"
+    assert llm.calls[0][0] == direct_messages("Which drug?", OPTS, False)
+    assert list(llm.calls[0][1]["properties"]) == ["answer"] and list(llm.calls[1][1]["properties"]) == ["rationale"]
+    assert llm.calls[1][0][-1]["content"].endswith("is the answer.")  # no passages to cite
+    assert ans.answer == "B" and ans.rationale == WHY and ans.notes[0] == AFTER
     direct_answer(llm, "Which drug?", OPTS, cot=False, max_tokens=64, rationale_after=True)
-    assert list(llm.calls[1][1]["properties"]) == ["answer"]
-    assert "Give the answer first" not in llm.calls[1][0][-1]["content"]
+    assert len(llm.calls) == 3 and list(llm.calls[2][1]["properties"]) == ["answer"]
 
 
 def test_a_generated_chain_of_thought_run_does_not_resume_under_the_other_order():

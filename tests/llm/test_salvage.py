@@ -118,17 +118,17 @@ def test_llama_cpp_continues_a_reply_from_its_live_context():
     assert lm.usage.reused_tokens - before == out["prompt_tokens"] - 1
 
 
-def test_a_rationale_after_the_letter_is_cut_and_the_letter_kept():
-    looping = '{ "answer": "B","rationale": "' + FIRST + " " + FIRST + " Passage [1] says"
-    # the rationale was the last field (a direct answer): the object is closed, nothing to continue
-    assert cut_rationale(looping, "rationale", None) == '{ "answer": "B","rationale": "' + FIRST + '"}'
+def test_a_looping_rationale_that_ends_the_reply_is_closed_without_a_continuation():
+    looping = '{"rationale": "' + FIRST + " " + FIRST + " Passage [1] says"
+    assert cut_rationale(looping, "rationale", None) == '{"rationale": "' + FIRST + '"}'
     assert cut_rationale(looping, "rationale", "citations", "[").endswith(FIRST + '", "citations": [')
-    schema = answer_schema(0, {"A": "x", "B": "y"}, True, with_evidence=False, rationale_after=True)
-    err = LLMOutputError("loop", looping, looped=True)
-    assert salvage_looped(object(), [], schema, err) == {"answer": "B", "rationale": FIRST}
-    # with evidence the citations follow: continued from "[" and validated
-    schema = answer_schema(2, {"A": "x", "B": "y"}, True, rationale_after=True)
-    model = LoopingModel(tail='1], "insufficient": false}')
-    assert salvage_looped(model, [], schema, err) == {"answer": "B", "rationale": FIRST, "citations": [1],
-                                                      "insufficient": False}
+    schema = {"type": "object", "required": ["rationale"], "properties": {"rationale": {"type": "string"}}}
+    # nothing to continue, so a backend without continue_reply is no obstacle
+    assert salvage_looped(object(), [], schema, LLMOutputError("loop", looping, looped=True)) == {"rationale": FIRST}
+    # the field after the rationale opens as its type asks, and the continuation is validated
+    schema = {"type": "object", "required": ["rationale", "citations"],
+              "properties": {"rationale": {"type": "string"}, "citations": {"type": "array", "items": {"type": "integer"}}}}
+    model = LoopingModel(tail="1]}")
+    assert salvage_looped(model, [], schema, LLMOutputError("loop", looping, looped=True)) == {
+        "rationale": FIRST, "citations": [1]}
     assert model.heads[0].endswith('"citations": [')

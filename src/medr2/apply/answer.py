@@ -83,30 +83,41 @@ def strip_bad_marks(text: str, n: int) -> tuple[str, list[int]]:
     return _MARK.sub(sub, text), bad
 
 
-def answer_schema(n: int, options: dict[str, str], cot: bool, with_evidence: bool = True,
-                  rationale_after: bool = False) -> dict[str, Any]:
-    """The reply's JSON schema; its field order is the order the model writes them in, so
-    ``rationale_after`` (a multiple-choice question only) has the letter chosen before the
-    rationale.
-
-    >>> list(answer_schema(2, {"A": "x", "B": "y"}, True)["properties"])
-    ['rationale', 'answer', 'citations', 'insufficient']
-    >>> list(answer_schema(2, {"A": "x", "B": "y"}, True, rationale_after=True)["properties"])[:2]
-    ['answer', 'rationale']
-    """
+def answer_schema(n: int, options: dict[str, str], cot: bool, with_evidence: bool = True) -> dict[str, Any]:
     props: dict[str, Any] = {}
-    after = cot and rationale_after and bool(options)
-    if cot and not after:
+    if cot:
         props["rationale"] = {"type": "string"}
     props["answer"] = ({"type": "string", "enum": list(options)} if options
                        else {"type": "string", "minLength": 1, "maxLength": 600})
-    if after:
-        props["rationale"] = {"type": "string"}
     if with_evidence:
         props["citations"] = {"type": "array", "items": {"type": "integer", "enum": list(range(1, n + 1))},
                               "maxItems": n} if n else {"type": "array", "maxItems": 0}
         props["insufficient"] = {"type": "boolean"}
     return {"type": "object", "additionalProperties": False, "required": list(props), "properties": props}
+
+
+# the explanation of a letter already chosen (apply.choice_rationale = "after")
+RATIONALE_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": False, "required": ["rationale"],
+                                    "properties": {"rationale": {"type": "string", "minLength": 1}}}
+AFTER = "the option was chosen without a chain of thought; the rationale explains it afterwards (apply.choice_rationale)"
+
+
+def explain_choice(llm: LLM, messages: list[dict[str, str]], reply: dict[str, Any], options: dict[str, str],
+                   with_evidence: bool, max_tokens: int) -> tuple[str, Optional[str]]:
+    """The rationale of the option ``reply`` chose, asked for after it (the letter is the one the
+    model gives without a chain of thought), and a note when it is not the model's whole reply: a
+    looping explanation is cut before its loop; one that never came in the form asked leaves the
+    answer without a rationale. A call that could not be made raises, as any answer call."""
+    from medr2.apply.prompts import explain_messages
+
+    msgs = explain_messages(messages, reply, options, with_evidence)
+    try:
+        return str(structured(llm, msgs, RATIONALE_SCHEMA, max_tokens=max_tokens, retries=0)["rationale"]), None
+    except LLMOutputError as e:
+        kept = salvage_looped(llm, msgs, RATIONALE_SCHEMA, e, max_tokens=max_tokens)
+        if kept is not None:
+            return str(kept["rationale"]), SALVAGED
+        return "", f"no rationale for option {reply.get('answer')} ({str(e)[:160]}); the answer stands without one"
 
 
 SALVAGED = ("the chain of thought started repeating itself: it is kept up to the first repeated sentence and "
@@ -135,9 +146,10 @@ def failed_answer(err: Exception) -> Answer:
 
 
 class CitedAnswerer:
-    """The cited answer over numbered evidence. ``rationale_after``: a multiple-choice answer
-    gives its letter first and then the rationale that explains it (``apply.choice_rationale``
-    "after"); otherwise a chain of thought precedes the answer (``cot``)."""
+    """The cited answer over numbered evidence. With ``cot`` a chain of thought precedes the answer;
+    with ``rationale_after`` as well (``apply.choice_rationale = "after"``), a multiple-choice
+    question gets the letter and citations the model gives without a chain of thought, and then,
+    in a second turn of the same conversation, the rationale that explains them."""
 
     def __init__(self, llm: Optional[LLM], cot: bool = True, few_shot: int = 2, max_tokens: int = 400,
                  retries: int = 2, rationale_after: bool = False):
@@ -161,9 +173,17 @@ class CitedAnswerer:
         if self.llm is None:
             return extractive_answer(question, options, evidence)
         items = [e.prompt_dict() for e in evidence]
-        schema = answer_schema(len(evidence), options, self.cot, rationale_after=self.rationale_after)
-        msgs = answer_messages(question, options, items, self.cot, self.few_shot, graph, recommendations,
-                               rationale_after=self.rationale_after)
+        if self.cot and self.rationale_after and options:
+            # the letter exactly as without a chain of thought, then its explanation
+            msgs = answer_messages(question, options, items, False, self.few_shot, graph, recommendations)
+            out = structured(self.llm, msgs, answer_schema(len(evidence), options, False), max_tokens=self.max_tokens,
+                             retries=self.retries)
+            out["rationale"], note = explain_choice(self.llm, msgs, out, options, True, self.max_tokens)
+            ans = finish(out, evidence, options)
+            ans.notes[:0] = [AFTER] + ([note] if note else [])
+            return ans
+        schema = answer_schema(len(evidence), options, self.cot)
+        msgs = answer_messages(question, options, items, self.cot, self.few_shot, graph, recommendations)
         try:
             out = structured(self.llm, msgs, schema, max_tokens=self.max_tokens, retries=self.retries)
         except LLMOutputError as e:  # a call that could not be made at all is not repaired by another
@@ -245,8 +265,12 @@ def direct_answer(llm: Optional[LLM], question: str, options: dict[str, str], co
     if llm is None:
         raise LLMError("the direct pipeline needs an LLM; none is configured")
     notes = ["no retrieval: answer from the model's own knowledge, uncited"]
-    msgs = direct_messages(question, options, cot, rationale_after=rationale_after)
-    schema = answer_schema(0, options, cot, with_evidence=False, rationale_after=rationale_after)
+    if cot and rationale_after and options:  # the letter exactly as without a chain of thought, then why
+        msgs = direct_messages(question, options, False)
+        out = structured(llm, msgs, answer_schema(0, options, False, with_evidence=False), max_tokens=max_tokens)
+        why, note = explain_choice(llm, msgs, out, options, False, max_tokens)
+        return Answer(str(out["answer"]).strip(), why, [], [], False, "llm", [AFTER, *([note] if note else []), *notes])
+    msgs, schema = direct_messages(question, options, cot), answer_schema(0, options, cot, with_evidence=False)
     try:
         out = structured(llm, msgs, schema, max_tokens=max_tokens)
     except LLMOutputError as e:

@@ -84,7 +84,7 @@ SYSTEM_KG = (
 
 
 def _user_answer(question: str, options: dict[str, str], evidence: list[dict], cot: bool,
-                 graph: Optional[str] = None, recommendations: Optional[str] = None, after: bool = False) -> str:
+                 graph: Optional[str] = None, recommendations: Optional[str] = None) -> str:
     parts = []
     if graph:
         parts.append("Knowledge graph statements:\n" + graph)
@@ -102,53 +102,58 @@ def _user_answer(question: str, options: dict[str, str], evidence: list[dict], c
                      "evidence does not say.")
     else:
         parts.append("Give a short answer (one or two sentences).")
-    if after:
-        parts.append("Give the answer first, then explain it in the rationale, citing [n].")
-    elif cot:
+    if cot:
         parts.append("Think step by step in the rationale, citing [n], before the answer.")
     return "\n\n".join(parts)
 
 
 def answer_messages(question: str, options: dict[str, str], evidence: list[dict], cot: bool = True,
                     few_shot: int = 2, graph: Optional[str] = None,
-                    recommendations: Optional[str] = None, rationale_after: bool = False) -> list[dict[str, str]]:
+                    recommendations: Optional[str] = None) -> list[dict[str, str]]:
     """The answer prompt: demonstrations, then the evidence and the question. A question without
     options gets its demonstrations without options too: shown a multiple-choice demonstration, a
-    small model answers an open question with a letter. ``rationale_after``: a multiple-choice
-    question is answered letter first, then explained (the demonstrations too).
+    small model answers an open question with a letter.
 
     >>> [m["content"] for m in answer_messages("Dose?", {}, [], cot=False)][2]
     '{"answer": "SGLT2 inhibitors: they cut the risk of kidney failure by about a third.", "citations": [1], \
 "insufficient": false}'
-    >>> answer_messages("Drug?", {"A": "x", "B": "y"}, [], rationale_after=True)[2]["content"][:30]
-    '{"answer": "B", "rationale": "'
     """
     import json
 
-    after = cot and rationale_after and bool(options)
     msgs = [{"role": "system", "content": SYSTEM_ANSWER + (SYSTEM_KG if graph else "")}]
     for demo in DEMOS[:few_shot]:
         demo_options, ans = demo["options"], dict(demo["answer"])
         if not options and demo_options:
             demo_options, ans["answer"] = {}, demo["open_answer"]
-        msgs.append({"role": "user", "content": _user_answer(demo["question"], demo_options, demo["evidence"], cot,
-                                                             after=after)})
+        msgs.append({"role": "user", "content": _user_answer(demo["question"], demo_options, demo["evidence"], cot)})
         if not cot:
             ans.pop("rationale")
-        elif after:  # the letter first: the reply's fields in the order the schema asks for
-            ans = {"answer": ans["answer"], **{k: v for k, v in ans.items() if k != "answer"}}
         msgs.append({"role": "assistant", "content": json.dumps(ans)})
-    msgs.append({"role": "user", "content": _user_answer(question, options, evidence, cot, graph, recommendations,
-                                                         after=after)})
+    msgs.append({"role": "user", "content": _user_answer(question, options, evidence, cot, graph, recommendations)})
     return msgs
 
 
-def direct_messages(question: str, options: dict[str, str], cot: bool = True,
-                    rationale_after: bool = False) -> list[dict[str, str]]:
+def explain_messages(messages: list[dict[str, str]], reply: dict, options: dict[str, str],
+                     with_evidence: bool) -> list[dict[str, str]]:
+    """The answer prompt, the model's reply (a letter chosen without a rationale) and a request to
+    explain that choice: the rationale written after the letter (``apply.choice_rationale``).
+
+    >>> m = explain_messages([{"role": "user", "content": "Q"}], {"answer": "B"}, {"A": "x", "B": "Heparin"}, True)
+    >>> m[1]["content"], m[2]["content"][:60]
+    ('{"answer": "B"}', 'Explain in two or three sentences why option B (Heparin) is ')
+    """
+    import json
+
+    letter = str(reply.get("answer", ""))
+    ask = (f"Explain in two or three sentences why option {letter} ({options.get(letter, '')}) is the answer"
+           + (", citing the passages [n] that support it. If no passage supports it, say so." if with_evidence
+              else "."))
+    return [*messages, {"role": "assistant", "content": json.dumps(reply)}, {"role": "user", "content": ask}]
+
+
+def direct_messages(question: str, options: dict[str, str], cot: bool = True) -> list[dict[str, str]]:
     sys = "You are a medical expert. Answer the question."
-    after = cot and rationale_after and bool(options)
-    return [{"role": "system", "content": sys},
-            {"role": "user", "content": _user_answer(question, options, [], cot, after=after)}]
+    return [{"role": "system", "content": sys}, {"role": "user", "content": _user_answer(question, options, [], cot)}]
 
 
 def draft_messages(question: str, options: dict[str, str]) -> list[dict[str, str]]:
@@ -158,7 +163,7 @@ def draft_messages(question: str, options: dict[str, str]) -> list[dict[str, str
 
 
 __all__ = ["answer_messages", "direct_messages", "draft_messages", "evidence_block", "expand_messages",
-           "refine_messages"]
+           "explain_messages", "refine_messages"]
 
 
 def expand_messages(question: str, n: int = 3) -> list[dict[str, str]]:

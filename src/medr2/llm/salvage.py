@@ -33,11 +33,10 @@ _QUOTE = re.compile(r'(?<!\\)(?:\\\\)*"')
 def cut_rationale(reply: str, field: str, then: Optional[str], opening: str = '"') -> Optional[str]:
     """The reply's start up to where its ``field`` string began repeating itself, that string
     closed and the field ``then`` opened with ``opening`` (``"`` a string, ``[`` an array), or the
-    object closed when ``then`` is None (``field`` was the last one); None when ``field`` is not
-    the reply's first field or the one after its completed first field (a letter chosen before the
-    rationale: ``{"answer": "C", "rationale": "...``), the loop is not inside it, or too little
-    comes before the loop."""
-    m = re.match(r'\s*\{\s*(?:"[A-Za-z_]+"\s*:\s*"[^"\\]*"\s*,\s*)?"' + re.escape(field) + r'"\s*:\s*"', reply)
+    object closed when ``then`` is None (``field`` was the only one, as in the explanation of a
+    chosen option); None when the reply does not open with ``field``, the loop is not inside it,
+    or too little comes before the loop."""
+    m = re.match(r'\s*\{\s*"' + re.escape(field) + r'"\s*:\s*"', reply)
     if m is None:
         return None
     body = reply[m.end():]
