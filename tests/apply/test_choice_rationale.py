@@ -8,6 +8,7 @@ import json
 from medr2.apply.answer import AFTER, CitedAnswerer, EvidenceItem, answer_schema, direct_answer
 from medr2.apply.prompts import answer_messages, direct_messages
 from medr2.eval.identity import run_identity
+from medr2.llm.base import ContextWindowError
 
 OPTS = {"A": "Aspirin", "B": "Heparin"}
 EV = [EvidenceItem(1, "p1", "Anticoagulation", "guideline", 3, "Heparin is used for acute venous thromboembolism.")]
@@ -22,15 +23,17 @@ class Recording:
     temperature = 0.0
     seed = 0
 
-    def __init__(self, why=None):
-        self.calls, self.why = [], why
+    def __init__(self, why=None, cited=(1,)):
+        self.calls, self.why, self.cited = [], why, list(cited)
 
     def chat(self, messages, max_tokens=512, temperature=0.0, seed=0, json_schema=None):
         self.calls.append((messages, json_schema))
         props = json_schema["properties"]
+        if list(props) == ["rationale"] and isinstance(self.why, Exception):
+            raise self.why
         if list(props) == ["rationale"] and self.why is not None:
             return {"text": self.why, "prompt_tokens": 10, "completion_tokens": 10, "finish_reason": "stop"}
-        value = {"rationale": WHY, "citations": [1], "insufficient": False,
+        value = {"rationale": WHY, "citations": self.cited, "insufficient": False,
                  "answer": "B" if "enum" in props.get("answer", {}) else "Heparin."}
         return {"text": json.dumps({k: value[k] for k in props}), "prompt_tokens": 10, "completion_tokens": 10}
 
@@ -66,6 +69,23 @@ def test_an_explanation_that_fails_leaves_the_letter_standing():
     assert any(n.startswith("no rationale for option B") for n in ans.notes)
 
 
+def test_an_explanation_turn_that_cannot_be_made_keeps_the_letter():
+    llm = Recording(why=ContextWindowError("the explanation turn does not fit"))
+    ans = CitedAnswerer(llm, cot=True, few_shot=0, rationale_after=True).answer("Which drug?", OPTS, EV)
+    assert ans.answer == "B" and ans.method == "llm" and ans.rationale == ""
+    assert any("does not fit" in n for n in ans.notes)
+
+
+def test_citations_and_sufficiency_are_the_letters_not_the_explanations():
+    # the plain reply cites nothing: as without a chain of thought, the answer is unsupported,
+    # whatever passages the explanation then names
+    llm = Recording(cited=())
+    ans = CitedAnswerer(llm, cot=True, few_shot=0, rationale_after=True).answer("Which drug?", OPTS, EV)
+    plain = CitedAnswerer(Recording(cited=()), cot=False, few_shot=0).answer("Which drug?", OPTS, EV)
+    assert ans.citations == plain.citations == [] and ans.insufficient is plain.insufficient is True
+    assert ans.rationale == WHY
+
+
 def test_direct_answer_follows_the_setting_and_a_method_without_rationale_ignores_it():
     llm = Recording()
     ans = direct_answer(llm, "Which drug?", OPTS, cot=True, max_tokens=64, rationale_after=True)
@@ -87,6 +107,10 @@ def test_a_generated_chain_of_thought_run_does_not_resume_under_the_other_order(
     # runs that write no rationale cannot read the setting: they resume whatever it says
     assert ident("medr2", "loglik", "before") == ident("medr2", "loglik", "after")
     assert ident("vanilla_rag", "generate", "before") == ident("vanilla_rag", "generate", "after")
+    # trust runs answer free-text questions only: the setting is not theirs to compare
+    trust = {"dataset": "ngc", "method": "trust", "answer_mode": "generate", "free_text": True}
+    assert run_identity({**trust, "config": {"apply": {"few_shot": 2}}}) == run_identity(
+        {**trust, "config": {"apply": {"few_shot": 2, "choice_rationale": "after"}}})
     # a run recorded before the setting existed had its rationale before the letter
     old = run_identity({"dataset": "medqa:30", "method": "medr2", "answer_mode": "generate",
                         "config": {"apply": {"few_shot": 2}}})

@@ -106,8 +106,9 @@ def explain_choice(llm: LLM, messages: list[dict[str, str]], reply: dict[str, An
                    with_evidence: bool, max_tokens: int) -> tuple[str, Optional[str]]:
     """The rationale of the option ``reply`` chose, asked for after it (the letter is the one the
     model gives without a chain of thought), and a note when it is not the model's whole reply: a
-    looping explanation is cut before its loop; one that never came in the form asked leaves the
-    answer without a rationale. A call that could not be made raises, as any answer call."""
+    looping explanation is cut before its loop; one that never came, in the form asked or at all
+    (the longer prompt did not fit, the backend failed), leaves the chosen answer without a
+    rationale: the letter already given is never lost to its explanation."""
     from medr2.apply.prompts import explain_messages
 
     msgs = explain_messages(messages, reply, options, with_evidence)
@@ -116,8 +117,14 @@ def explain_choice(llm: LLM, messages: list[dict[str, str]], reply: dict[str, An
     except LLMOutputError as e:
         kept = salvage_looped(llm, msgs, RATIONALE_SCHEMA, e, max_tokens=max_tokens)
         if kept is not None:
-            return str(kept["rationale"]), SALVAGED
-        return "", f"no rationale for option {reply.get('answer')} ({str(e)[:160]}); the answer stands without one"
+            return str(kept["rationale"]), EXPLANATION_CUT
+        err: LLMError = e
+    except LLMError as e:
+        err = e
+    return "", f"no rationale for option {reply.get('answer')} ({str(err)[:160]}); the answer stands without one"
+
+
+EXPLANATION_CUT = "the explanation started repeating itself: it is kept up to the first repeated sentence"
 
 
 SALVAGED = ("the chain of thought started repeating itself: it is kept up to the first repeated sentence and "
@@ -178,9 +185,11 @@ class CitedAnswerer:
             msgs = answer_messages(question, options, items, False, self.few_shot, graph, recommendations)
             out = structured(self.llm, msgs, answer_schema(len(evidence), options, False), max_tokens=self.max_tokens,
                              retries=self.retries)
-            out["rationale"], note = explain_choice(self.llm, msgs, out, options, True, self.max_tokens)
-            ans = finish(out, evidence, options)
-            ans.notes[:0] = [AFTER] + ([note] if note else [])
+            why, note = explain_choice(self.llm, msgs, out, options, True, self.max_tokens)
+            ans = finish(out, evidence, options)  # citations and sufficiency as the reply gave them
+            ans.rationale, bad = strip_bad_marks(why, len(evidence))
+            ans.notes[:0] = [AFTER] + ([note] if note else []) + (
+                [f"removed rationale markers outside the context: {bad}"] if bad else [])
             return ans
         schema = answer_schema(len(evidence), options, self.cot)
         msgs = answer_messages(question, options, items, self.cot, self.few_shot, graph, recommendations)

@@ -118,16 +118,18 @@ def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
     if method != "tcm_diffrag":
         out.setdefault("kg", {"cases"})
     if str(manifest.get("answer_mode") or "").startswith("loglik") or not _writes_rationale(method):
-        out["apply"] = {"choice_rationale"}  # where a rationale goes, in a run that generates none
+        # where a multiple-choice rationale goes, in a run that writes none
+        out = _merged(out, {"apply": {"choice_rationale"}})
     return out
 
 
 def _writes_rationale(method: str) -> bool:
-    """Whether a method writes a rationale (its chain of thought); unknown names (trust runs) do."""
+    """Whether a registered method writes a rationale (its chain of thought); other runs (trust
+    runs: free-text questions only) write none before a letter."""
     from medr2.pipelines.registry import PIPELINES
 
     spec = PIPELINES.get(method)
-    return spec is None or spec.cot
+    return spec is not None and spec.cot
 
 
 def moved_keys_read(config: dict) -> dict:

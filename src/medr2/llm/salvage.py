@@ -69,7 +69,8 @@ def salvage_looped(llm: LLM, messages: list[dict[str, str]], schema: dict[str, A
     then = names[i + 1] if i + 1 < len(names) else None
     if then is not None and not hasattr(llm, "continue_reply"):
         return None
-    head = cut_rationale(error.reply, field, then, _OPENING.get(props[then].get("type"), "") if then else "")
+    kind = props[then].get("type") if then else None
+    head = cut_rationale(error.reply, field, then, _OPENING.get(kind, "") if isinstance(kind, str) else "")
     if head is None:
         return None
     text = head

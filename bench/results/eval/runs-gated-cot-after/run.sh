@@ -3,7 +3,8 @@
 # without a chain of thought, then its explanation) on the same 30-question samples as the
 # chain-of-thought cells (runs-gated-cot: MedQA-US, PubMedQA*, BioASQ, `--n 30`), in rounds of 10
 # per set. The baselines are runs-gated-cot's (direct, vanilla RAG, direct_cot, +cot; methods
-# without a chain of thought do not read the setting). Resumable: rerun to continue.
+# without a chain of thought do not read the setting). runs-gated-cot-after-v1/: the same, answered
+# before a review fix of the citations (bench/README.md). Resumable: rerun to continue.
 set -e
 cd "$(dirname "$0")/../../../.."
 RUNS=bench/results/eval/runs-gated-cot-after
