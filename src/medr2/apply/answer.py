@@ -180,23 +180,15 @@ class CitedAnswerer:
         if self.llm is None:
             return extractive_answer(question, options, evidence)
         items = [e.prompt_dict() for e in evidence]
-        if self.cot and self.rationale_after and options:
-            # the letter exactly as without a chain of thought, then its explanation
-            msgs = answer_messages(question, options, items, False, self.few_shot, graph, recommendations)
-            out = structured(self.llm, msgs, answer_schema(len(evidence), options, False), max_tokens=self.max_tokens,
-                             retries=self.retries)
-            why, note = explain_choice(self.llm, msgs, out, options, True, self.max_tokens)
-            ans = finish(out, evidence, options)  # citations and sufficiency as the reply gave them
-            ans.rationale, bad = strip_bad_marks(why, len(evidence))
-            ans.notes[:0] = [AFTER] + ([note] if note else []) + (
-                [f"removed rationale markers outside the context: {bad}"] if bad else [])
-            return ans
-        schema = answer_schema(len(evidence), options, self.cot)
-        msgs = answer_messages(question, options, items, self.cot, self.few_shot, graph, recommendations)
+        # "after": the letter exactly as without a chain of thought, then its explanation
+        after = self.cot and self.rationale_after and bool(options)
+        cot = self.cot and not after
+        schema = answer_schema(len(evidence), options, cot)
+        msgs = answer_messages(question, options, items, cot, self.few_shot, graph, recommendations)
         try:
             out = structured(self.llm, msgs, schema, max_tokens=self.max_tokens, retries=self.retries)
         except LLMOutputError as e:  # a call that could not be made at all is not repaired by another
-            if not self.cot:
+            if not cot:
                 raise
             kept = salvage_looped(self.llm, msgs, schema, e, max_tokens=self.max_tokens)
             if kept is not None:
@@ -210,7 +202,13 @@ class CitedAnswerer:
             ans = finish(out, evidence, options)
             ans.notes.insert(0, f"no valid chain of thought ({str(e)[:160]}); answered without one")
             return ans
-        return finish(out, evidence, options)
+        ans = finish(out, evidence, options)  # citations and sufficiency as the reply gave them
+        if after:
+            why, note = explain_choice(self.llm, msgs, out, options, True, self.max_tokens)
+            ans.rationale, bad = strip_bad_marks(why, len(evidence))
+            ans.notes[:0] = [AFTER] + ([note] if note else []) + (
+                [f"removed rationale markers outside the context: {bad}"] if bad else [])
+        return ans
 
 
 def finish(out: dict[str, Any], evidence: list[EvidenceItem], options: dict[str, str]) -> Answer:
@@ -274,11 +272,8 @@ def direct_answer(llm: Optional[LLM], question: str, options: dict[str, str], co
     if llm is None:
         raise LLMError("the direct pipeline needs an LLM; none is configured")
     notes = ["no retrieval: answer from the model's own knowledge, uncited"]
-    if cot and rationale_after and options:  # the letter exactly as without a chain of thought, then why
-        msgs = direct_messages(question, options, False)
-        out = structured(llm, msgs, answer_schema(0, options, False, with_evidence=False), max_tokens=max_tokens)
-        why, note = explain_choice(llm, msgs, out, options, False, max_tokens)
-        return Answer(str(out["answer"]).strip(), why, [], [], False, "llm", [AFTER, *([note] if note else []), *notes])
+    after = cot and rationale_after and bool(options)  # the letter exactly as without a chain of thought, then why
+    cot = cot and not after
     msgs, schema = direct_messages(question, options, cot), answer_schema(0, options, cot, with_evidence=False)
     try:
         out = structured(llm, msgs, schema, max_tokens=max_tokens)
@@ -293,4 +288,8 @@ def direct_answer(llm: Optional[LLM], question: str, options: dict[str, str], co
         out = structured(llm, direct_messages(question, options, False),
                          answer_schema(0, options, False, with_evidence=False), max_tokens=max_tokens, retries=0)
         notes.insert(0, f"no valid chain of thought ({str(e)[:160]}); answered without one")
-    return Answer(str(out["answer"]).strip(), out.get("rationale", ""), [], [], False, "llm", notes)
+    why = out.get("rationale", "")
+    if after:
+        why, note = explain_choice(llm, msgs, out, options, False, max_tokens)
+        notes[:0] = [AFTER, *([note] if note else [])]
+    return Answer(str(out["answer"]).strip(), why, [], [], False, "llm", notes)
