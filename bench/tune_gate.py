@@ -12,6 +12,12 @@ relevance floor (the setting nearer plain RAG).
     python bench/tune_gate.py bench/out/gate-dev/*/vanilla_rag+loglik/*      # dev runs: choose
     python bench/tune_gate.py RUN_DIRS --weight 0.5 --min-relevance 0.1      # replay one setting
     python bench/tune_gate.py --grid bench/results/eval/runs --weight 0.5     # report: committed grid
+    python bench/tune_gate.py bench/results/gate-dev/*/*/* --generated bench/results/gate-dev-generated
+
+``--generated DIR`` chooses ``gate.generated_weight``: DIR holds generated runs of ``direct`` and
+``vanilla_rag`` (plain RAG) on the same questions, ``DIR/<set>/<method>/<model>/<id>.json``; the
+letters the model wrote without and with the evidence are weighed with the recorded option scores
+as medr2.apply.gate.decide_generated does (where they agree, that letter).
 
 ``--grid`` replays a chosen weight over the committed evaluation records (reporting only): the
 option scores without evidence are the direct run's, with evidence each retrieving method's,
@@ -31,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from medr2.apply.gate import best_letter, combine  # noqa: E402
+from medr2.apply.gate import best_letter, combine, decide_generated  # noqa: E402
 from medr2.eval.scoring import mcnemar_p  # noqa: E402
 
 WEIGHTS = [round(0.1 * i, 1) for i in range(11)]
@@ -50,7 +56,7 @@ def load(run_dirs: list[Path]) -> list[dict]:
             if not g.get("scores_without") or not g.get("scores_with"):
                 skipped += 1
                 continue
-            out.append({"dataset": rec["dataset"], "gold": rec["gold"], "s0": g["scores_without"],
+            out.append({"dataset": rec["dataset"], "id": rec["id"], "gold": rec["gold"], "s0": g["scores_without"],
                         "s1": g["scores_with"], "rel": g.get("relevance")})
     if skipped:
         print(f"({skipped} record(s) without both score sets skipped: not made with min_relevance = 0)",
@@ -83,6 +89,72 @@ def choose(records: list[dict]) -> tuple[float, float, dict]:
                 best = (key, m, w)
     _, m, w = best
     return m, w, accuracy(records, m, w)
+
+
+def written(run_dir: Path) -> dict[tuple[str, str], str]:
+    """(dataset, id) -> the letter a generated run wrote, for every method folder named ``direct``
+    or ``vanilla_rag`` under ``run_dir`` (keys prefixed by the method)."""
+    out = {}
+    for f in sorted(run_dir.glob("*/*/*/*.json")):
+        if f.name.startswith("manifest"):
+            continue
+        method = f.parts[-3]
+        if method in ("direct", "vanilla_rag"):
+            rec = json.loads(f.read_text())[1]
+            out[(method, rec["dataset"], rec["id"])] = rec["prediction"]
+    return out
+
+
+def attach_written(records: list[dict], run_dir: Path) -> list[dict]:
+    """The loglik records that both generated runs answered, with ``a0`` (direct) and ``a1``
+    (vanilla RAG) attached."""
+    w = written(run_dir)
+    out = []
+    for r in records:
+        a0, a1 = w.get(("direct", r["dataset"], r["id"])), w.get(("vanilla_rag", r["dataset"], r["id"]))
+        if a0 in r["s0"] and a1 in r["s0"]:
+            out.append(r | {"a0": a0, "a1": a1})
+    return out
+
+
+def generated_letter(r: dict, weight: float) -> str:
+    """What the pipeline answers (medr2.pipelines.base.Method.gated_generate): weight 1 the
+    letter written with the evidence, 0 the one written without, else the two weighed."""
+    if r["a0"] == r["a1"] or weight in (0.0, 1.0):
+        return r["a1"] if weight == 1.0 else r["a0"]
+    return decide_generated(r["a0"], r["a1"], r["s0"], r["s1"], r["rel"], weight).answer
+
+
+def accuracy_generated(records: list[dict], weight: float) -> dict[str, float]:
+    by = defaultdict(list)
+    for r in records:
+        by[r["dataset"]].append(generated_letter(r, weight) == r["gold"])
+    acc = {k: sum(v) / len(v) for k, v in sorted(by.items())}
+    acc["macro"] = sum(acc.values()) / len(acc)
+    return acc
+
+
+def choose_generated(records: list[dict]) -> None:
+    """Print the replay of every generated weight and the choice (highest macro accuracy, ties to
+    the larger weight: nearer plain RAG)."""
+    sets = sorted({r["dataset"] for r in records})
+    differ = sum(r["a0"] != r["a1"] for r in records)
+    print(f"{len(records)} questions with both written letters ({differ} differ)\n")
+    print("| setting | " + " | ".join(sets) + " | macro |\n|---|" + "---:|" * (len(sets) + 1))
+    best = None
+    for w in WEIGHTS:
+        a = accuracy_generated(records, w)
+        name = {0.0: "written without evidence (direct)", 1.0: "written with evidence (vanilla RAG)"}.get(w, f"weight {w}")
+        print(f"| {name} | " + " | ".join(f"{100 * a[s]:.1f}" for s in sets) + f" | {100 * a['macro']:.1f} |")
+        if best is None or (round(a["macro"], 9), w) > best[0]:
+            best = ((round(a["macro"], 9), w), w)
+    w = best[1]
+    ok = {i: generated_letter(r, w) == r["gold"] for i, r in enumerate(records)}
+    for name, base in (("direct", 0.0), ("vanilla RAG", 1.0)):
+        b = sum(ok[i] and generated_letter(r, base) != r["gold"] for i, r in enumerate(records))
+        c = sum(not ok[i] and generated_letter(r, base) == r["gold"] for i, r in enumerate(records))
+        print(f"\nweight {w} vs {name} (pooled): {b} / {c}, McNemar p {mcnemar_p(b, c):.3f}")
+    print(f"\nchosen: gate.generated_weight = {w}")
 
 
 def recorded_scores(f: Path) -> tuple[dict, dict[str, float]]:
@@ -139,6 +211,7 @@ def main() -> int:
     ap.add_argument("--grid", type=Path, help="replay --weight over committed evaluation runs (report only)")
     ap.add_argument("--weight", type=float, help="replay this evidence weight instead of choosing")
     ap.add_argument("--min-relevance", type=float, default=0.0)
+    ap.add_argument("--generated", type=Path, help="choose gate.generated_weight with the generated runs in this folder")
     args = ap.parse_args()
     if args.grid:
         if args.weight is None:
@@ -148,6 +221,12 @@ def main() -> int:
     recs = load(args.runs)
     if not recs:
         raise SystemExit("no usable records")
+    if args.generated:
+        both = attach_written(recs, args.generated)
+        if not both:
+            raise SystemExit(f"no question of these records was answered by both generated runs in {args.generated}")
+        choose_generated(both)
+        return 0
     sets = sorted({r["dataset"] for r in recs})
     counts = {s: sum(r["dataset"] == s for r in recs) for s in sets}
     print(f"{len(recs)} records: " + ", ".join(f"{s} {n}" for s, n in counts.items()) + "\n")

@@ -5,7 +5,7 @@ bundled SmolLM2 are in tests/pipelines/test_choice_rationale_pipeline.py."""
 
 import json
 
-from medr2.apply.answer import AFTER, CitedAnswerer, EvidenceItem, answer_schema, direct_answer
+from medr2.apply.answer import AFTER, EXPLANATION_CUT, CitedAnswerer, EvidenceItem, answer_schema, direct_answer
 from medr2.apply.prompts import answer_messages, direct_messages
 from medr2.eval.identity import run_identity
 from medr2.llm.base import ContextWindowError
@@ -23,8 +23,8 @@ class Recording:
     temperature = 0.0
     seed = 0
 
-    def __init__(self, why=None, cited=(1,)):
-        self.calls, self.why, self.cited = [], why, list(cited)
+    def __init__(self, why=None, cited=(1,), finish="stop"):
+        self.calls, self.why, self.cited, self.finish = [], why, list(cited), finish
 
     def chat(self, messages, max_tokens=512, temperature=0.0, seed=0, json_schema=None):
         self.calls.append((messages, json_schema))
@@ -32,7 +32,7 @@ class Recording:
         if list(props) == ["rationale"] and isinstance(self.why, Exception):
             raise self.why
         if list(props) == ["rationale"] and self.why is not None:
-            return {"text": self.why, "prompt_tokens": 10, "completion_tokens": 10, "finish_reason": "stop"}
+            return {"text": self.why, "prompt_tokens": 10, "completion_tokens": 10, "finish_reason": self.finish}
         value = {"rationale": WHY, "citations": self.cited, "insufficient": False,
                  "answer": "B" if "enum" in props.get("answer", {}) else "Heparin."}
         return {"text": json.dumps({k: value[k] for k in props}), "prompt_tokens": 10, "completion_tokens": 10}
@@ -50,6 +50,19 @@ def test_after_gives_the_letter_of_the_plain_prompt_then_explains_it():
     assert second[-1]["content"].startswith("Explain in two or three sentences why option B (Heparin)")
     assert list(s2["properties"]) == ["rationale"]
     assert ans.answer == "B" and ans.rationale == WHY and ans.citations == ["p1"] and ans.notes[0] == AFTER
+
+
+def test_a_looping_explanation_is_cut_before_its_loop_and_the_letter_stands():
+    first = "Heparin treats acute venous thromboembolism, as the guideline says [1]."
+    loop = '{"rationale": "' + first + ' It acts within minutes of the first dose. ' + "It acts within minutes of the first dose. " * 30
+    llm = Recording(why=loop, finish="repetition")  # the backend stopped it for repetition
+    ans = CitedAnswerer(llm, cot=True, few_shot=2, rationale_after=True).answer("Which drug?", OPTS, EV)
+    assert ans.answer == "B" and ans.citations == ["p1"]
+    assert ans.rationale.startswith(first) and ans.rationale.count("It acts within minutes of the first dose") <= 1
+    assert EXPLANATION_CUT in ans.notes and len(llm.calls) == 2  # no repair turn: a greedy loop loops again
+    own = direct_answer(Recording(why=loop, finish="repetition"), "Which drug?", OPTS, cot=True, max_tokens=200,
+                        rationale_after=True)
+    assert own.answer == "B" and own.rationale.startswith(first) and EXPLANATION_CUT in own.notes
 
 
 def test_before_is_a_chain_of_thought_and_free_text_keeps_it():
@@ -111,6 +124,14 @@ def test_a_generated_chain_of_thought_run_does_not_resume_under_the_other_order(
     trust = {"dataset": "ngc", "method": "trust", "answer_mode": "generate", "free_text": True}
     assert run_identity({**trust, "config": {"apply": {"few_shot": 2}}}) == run_identity(
         {**trust, "config": {"apply": {"few_shot": 2, "choice_rationale": "after"}}})
+    # nor a run of free-text questions only (an eval set without options), nor the weighing of letters
+    free = {"dataset": "guide", "method": "medr2", "answer_mode": "generate", "free_text": True,
+            "multiple_choice": False}
+    assert run_identity({**free, "config": {"apply": {"few_shot": 2}, "gate": {"generated_weight": 1.0}}}) == run_identity(
+        {**free, "config": {"apply": {"few_shot": 2, "choice_rationale": "before"}, "gate": {"generated_weight": 0.5}}})
+    mc = {"dataset": "medqa:30", "method": "vanilla_rag", "answer_mode": "generate"}
+    assert run_identity({**mc, "config": {"gate": {"generated_weight": 1.0}}}) != run_identity(
+        {**mc, "config": {"gate": {"generated_weight": 0.5}}})
     # a run recorded before the setting existed had its rationale before the letter
     old = run_identity({"dataset": "medqa:30", "method": "medr2", "answer_mode": "generate",
                         "config": {"apply": {"few_shot": 2}}})

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from medr2.apply.gate import (best_letter, combine, confidence, decide, log_softmax, relevance_gate, skip_loglik,
-                              use_decision)
+from medr2.apply.gate import (agree_decision, best_letter, combine, confidence, decide, decide_generated, log_softmax,
+                              relevance_gate, skip_loglik, use_decision)
 
 S0 = {"A": math.log(0.7), "B": math.log(0.2), "C": math.log(0.1)}  # confident in A without evidence
 S1_WEAK = {"A": math.log(0.3), "B": math.log(0.4), "C": math.log(0.3)}  # evidence: unsure, leans B
@@ -60,3 +60,25 @@ def test_weight_one_is_plain_rag_and_weight_zero_never_reads_evidence():
     d = rag.to_dict()
     assert set(d["scores_with"]) == {"A", "B", "C"} and d["confidence_with"] == round(confidence(S1_WEAK), 4)
     assert use_decision(None, 0.2).evidence_used and "no relevance model" in use_decision(None, 0.2).reason
+
+
+def test_generated_letters_are_weighed_between_the_two_the_model_wrote():
+    # the model wrote A without evidence and C with it, though the evidence scores favour B:
+    # B is never the answer (no one wrote it); A stays unless the evidence lifts C above it
+    s1 = {"A": math.log(0.3), "B": math.log(0.45), "C": math.log(0.25)}
+    keep = decide_generated("A", "C", S0, s1, relevance=0.4, weight=0.5)
+    assert (keep.answer, keep.evidence_used, keep.weight) == ("A", False, 0.0) and "did not overturn A" in keep.reason
+    lift = decide_generated("A", "C", S0, {"A": math.log(0.02), "B": math.log(0.03), "C": math.log(0.95)}, 0.4, 0.5)
+    assert (lift.answer, lift.evidence_used, lift.weight) == ("C", True, 0.5) and lift.mode == "combined"
+    # the larger the weight, the more the written-with-evidence letter wins
+    lean = {"A": math.log(0.3), "B": math.log(0.3), "C": math.log(0.4)}
+    assert [decide_generated("A", "C", S0, lean, 0.4, w).answer for w in (0.5, 0.95)] == ["A", "C"]
+    # ties go to the evidence's letter
+    flat = {"A": math.log(0.5), "C": math.log(0.5)}
+    assert decide_generated("A", "C", flat, flat, None, 0.5).answer == "C"
+    with pytest.raises(ValueError, match="agree"):
+        decide_generated("A", "A", S0, s1, 0.4, 0.5)
+    with pytest.raises(ValueError, match="not one of the scored options"):
+        decide_generated("A", "D", S0, s1, 0.4, 0.5)
+    same = agree_decision(0.4, "B", 0.5)
+    assert (same.answer, same.evidence_used, same.answer_without, same.answer_with) == ("B", True, "B", "B")

@@ -212,7 +212,15 @@ def test_eval_run_marks_a_mixed_set_free_text_whatever_slice_it_answers(tmp_path
     assert r.exit_code == 0, r.output
     run_dir = out / "mixed" / "vanilla_rag" / "none"
     assert sorted(f.name for f in run_dir.glob("*.json")) == ["manifest.json", "mc.json"]
-    assert json.loads((run_dir / "manifest.json").read_text()).get("free_text") is True
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest.get("free_text") is True and "multiple_choice" not in manifest
+    # a set of free-text questions only is marked so: no multiple-choice setting is compared
+    monkeypatch.setattr(runner, "load_questions", lambda name, benchmark: list(qs[1:]))
+    r = CliRunner().invoke(main, ["eval", "run", "--dataset", "free", "--method", "vanilla_rag", "--index",
+                                  str(demo_index_dir), "--llm", "none", "--out", str(tmp_path / "free"), "--no-progress"])
+    assert r.exit_code == 0, r.output
+    free = tmp_path / "free" / "mixed" / "vanilla_rag" / "none" / "manifest.json"
+    assert json.loads(free.read_text())["multiple_choice"] is False
 
 
 def test_mirage_pmids_are_plain_numbers():

@@ -3,6 +3,7 @@ the runner's real layout (the answers come from a plumbing fake answer function)
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from medr2.cli import main
@@ -147,6 +148,22 @@ def test_eval_report_end_to_end(tmp_path):
     for png in ("bars-small.png", "bars-big.png", "heatmap.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert CliRunner().invoke(main, ["eval", "report", "--out", str(out)]).exit_code == 2
+
+
+def test_two_run_directories_answering_the_same_run_are_refused_by_name(tmp_path):
+    from medr2.eval.report import collect
+
+    qs = [EvalQuestion(dataset="medqa", id=f"q{i}", question="?", options={"A": "a", "B": "b"}, answer="A")
+          for i in range(4)]
+    dirs = []
+    for name, letter in (("one", "A"), ("two", "B")):
+        d = tmp_path / name
+        run(qs, lambda q, x=letter: {"answer": x, "rationale": "", "citations": [], "usage": {}}, d / "medqa" / "medr2" / "m",
+            {"method": "medr2", "config": {"apply": {"context_tokens": 1024}}}, progress=False)
+        dirs.append(d)
+    with pytest.raises(ValueError, match=r"medr2 on medqa \(m\) was answered in both .*one and .*two"):
+        collect(dirs)
+    assert len(collect(dirs[:1])[0]) == 1
 
 
 def test_paired_table_compares_on_shared_questions_with_mcnemar():

@@ -68,8 +68,16 @@ def test_generated_answers_skip_irrelevant_evidence_and_answer_uncited(engine):
     res = run(engine, mode="generate", min_relevance=0.999)
     assert res.evidence_used is False and res.citations == [] and res.method in ("llm", "error", "unparsed")
     assert any("no retrieval" in n for n in res.notes) or res.method != "llm"
-    used = run(engine, mode="generate", min_relevance=0.0)
+    used = run(engine, mode="generate", min_relevance=0.0, generated_weight=1.0)
     assert used.evidence_used is True and used.gate["mode"] == "evidence"
+    # the default weighs the written letters: the answer is one of the two the model wrote
+    weighed = run(engine, mode="generate", min_relevance=0.0)
+    g = weighed.gate
+    assert g["mode"] == "combined" and weighed.answer in (g["answer_without"], g["answer_with"])
+    assert weighed.evidence_used is (weighed.answer == g["answer_with"])
+    if g["answer_without"] != g["answer_with"]:
+        assert weighed.answer == best_letter({k: v for k, v in combine(g["scores_without"], g["scores_with"], 0.5).items()
+                                              if k in (g["answer_without"], g["answer_with"])})
 
 
 def test_ask_json_shows_the_gate(demo_index_dir, tmp_path):

@@ -19,6 +19,13 @@ so evidence that leaves the model unsure does not overturn a confident answer, a
 makes it confident does. ``lam = 1`` is plain RAG. Both constants are chosen on dev pools
 (``bench/tune_gate.py``; bench/README.md says which).
 
+Generated answers to multiple-choice questions (:func:`decide_generated`) are gated the same way
+with their own weight (``gate.generated_weight``): the model writes its letter without evidence
+(``a0``) and with it (``a1``); where the two differ, the same two option distributions (one
+prefill each) are combined and the one of the two written letters that scores higher is the
+answer. A third letter neither answer wrote is never chosen: the answer shown is one the model
+wrote, with its own rationale and citations.
+
 Example::
 
     >>> from medr2.apply.gate import decide, log_softmax
@@ -27,6 +34,9 @@ Example::
     ('A', 'combined', True, 'A', 'B')
     >>> decide({"A": -0.2, "B": -2.0}, {"A": -3.0, "B": -0.1}, relevance=0.05, min_relevance=0.2, weight=0.5).mode
     'none'
+    >>> g = decide_generated("A", "B", {"A": -0.2, "B": -2.0, "C": -3.0}, {"A": -1.0, "B": -0.9, "C": -2.0}, 0.6, 0.5)
+    >>> g.answer, g.evidence_used
+    ('A', False)
     >>> round(sum(math.exp(v) for v in log_softmax({"A": -1.0, "B": -2.0}).values()), 6)
     1.0
 """
@@ -134,6 +144,36 @@ def decide(s0: dict[str, float], s1: dict[str, float], relevance: Optional[float
         how = f"without the evidence {a0}, with it {a1}; combined {ans}"
     return GateDecision("combined", True, f"{1 - weight:.2f} x no-evidence + {weight:.2f} x evidence log-probabilities: "
                         + how, weight=weight, answer=ans, **common)
+
+
+def decide_generated(a0: str, a1: str, s0: dict[str, float], s1: dict[str, float], relevance: Optional[float],
+                     weight: float) -> GateDecision:
+    """Generated mode, the written letters differ: ``a0`` without evidence, ``a1`` with it; ``s0``/``s1``
+    the option scores without/with evidence. The written letter with the higher combined score is
+    the answer (ties to the evidence's); ``evidence_used`` is whether that is ``a1``."""
+    if a0 == a1:
+        raise ValueError(f"the two written answers agree ({a0}): nothing to weigh")
+    comb = combine(s0, s1, weight)
+    for a in (a0, a1):
+        if a not in comb:
+            raise ValueError(f"the written answer {a!r} is not one of the scored options {sorted(comb)}")
+    use = comb[a1] >= comb[a0]
+    ans = a1 if use else a0
+    c0, c1 = confidence(s0), confidence(s1)
+    how = (f"the evidence changed the answer from {a0} to {a1}" if use else
+           f"the evidence pointed to {a1} but did not overturn {a0}")
+    return GateDecision("combined", use, f"written answers without / with the evidence {a0} / {a1}; "
+                        f"{1 - weight:.2f} x no-evidence + {weight:.2f} x evidence log-probabilities score "
+                        f"{a0} {comb[a0]:.2f}, {a1} {comb[a1]:.2f}: " + how, relevance=relevance,
+                        weight=weight if use else 0.0, answer=ans, answer_without=a0, answer_with=a1,
+                        confidence_without=c0, confidence_with=c1, scores_without=log_softmax(s0),
+                        scores_with=log_softmax(s1))
+
+
+def agree_decision(relevance: Optional[float], letter: str, weight: float) -> GateDecision:
+    """Generated mode, the written letters agree with and without the evidence (no prefill needed)."""
+    return GateDecision("combined", True, f"with and without the evidence the model writes {letter}", relevance=relevance,
+                        weight=weight, answer=letter, answer_without=letter, answer_with=letter)
 
 
 def skip_loglik(s0: dict[str, float], relevance: Optional[float], reason: str) -> GateDecision:

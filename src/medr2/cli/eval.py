@@ -60,6 +60,7 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
         fail(str(e), EXIT_USAGE)
     # the settings a run compares hold for the whole subset, whatever slice this call answers
     free_text = any(not q.options for q in qs)
+    choice = any(q.options for q in qs)
     qs = answer_order([q for i, q in enumerate(qs) if in_shard(i, sh)][: limit if limit else None], seed)
     try:
         engine = Engine.open(index_dir, config, generator=llm_spec)
@@ -91,6 +92,8 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
                                answer_mode=answer_mode, own_source_excluded=not allow_own_source)
     if free_text:  # free-text questions may get recommendation answers ([recommend])
         manifest["free_text"] = True
+    if not choice:  # nor does any question read how multiple-choice answers are given
+        manifest["multiple_choice"] = False
 
     try:
         totals = run(qs, answer, out, manifest, progress=progress if progress is not None else sys.stderr.isatty())

@@ -207,6 +207,12 @@ class GateConfig(Section):
     # 1 = the evidence alone decides (plain RAG), 0 = never read it.
     # Dev choice: 0.5 (macro accuracy 46.5 against 44.2 direct and 41.8 plain RAG on dev).
     evidence_weight: float = Field(0.5, ge=0.0, le=1.0)
+    # Generated answers to multiple-choice questions: where the letter the model writes with the
+    # evidence differs from the one it writes without, the same combination, with this weight,
+    # picks between the two written letters (medr2.apply.gate.decide_generated); 1 = the evidence's
+    # letter always stands (plain RAG), 0 = never read the evidence.
+    # Dev choice: PENDING (bench/results/gate-dev-generated).
+    generated_weight: float = Field(0.5, ge=0.0, le=1.0)
 
 
 class RecommendConfig(Section):

@@ -83,6 +83,7 @@ ADDED_KEYS: dict[tuple[str, ...], object] = {
     ("recommend", "cover_min_relevance"): 0.2,  # coverage of question parts had read min_relevance (0.2)
     ("recommend", "llm_cover_min_relevance"): 0.3,  # ... and with a generator llm_min_relevance (0.3)
     ("apply", "choice_rationale"): "before",  # a multiple-choice letter after its chain of thought (2026-12-06)
+    ("gate", "generated_weight"): 1.0,  # a generated letter with evidence always stood (2026-12-06)
 }
 
 
@@ -94,14 +95,18 @@ def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
     ``[amt]`` outside the LLM-AMT method; ``[kg.cases]`` outside TCM-DiffRAG; every retrieval,
     appraisal and gate setting in direct answering (it reads the generator's settings,
     ``[apply]``'s answer length and ``query.max_question_chars``); ``apply.choice_rationale`` in a run
-    that writes no rationale (log-likelihood answers, methods without a chain of thought).
+    that writes no rationale (log-likelihood answers, methods without a chain of thought);
+    ``gate.generated_weight`` in log-likelihood runs and trust runs; both in a run of free-text
+    questions only (``multiple_choice: false``).
 
     >>> unread_settings({"method": "medr2", "answer_mode": "loglik"})
-    {'serve': None, 'recommend': None, 'amt': None, 'kg': {'cases'}, 'apply': {'choice_rationale'}}
+    {'serve': None, 'recommend': None, 'amt': None, 'kg': {'cases'}, 'apply': {'choice_rationale'}, 'gate': {'generated_weight'}}
     >>> unread_settings({"method": "tcm_diffrag", "answer_mode": "generate"})
     {'serve': None, 'recommend': None, 'amt': None}
     >>> "recommend" in unread_settings({"method": "trust", "free_text": True})
     False
+    >>> unread_settings({"method": "medr2", "free_text": True, "multiple_choice": False})["apply"]
+    {'choice_rationale'}
     >>> sorted(unread_settings({"method": "direct", "answer_mode": "loglik"}))[:4]
     ['amt', 'apply', 'appraise', 'assess']
     """
@@ -117,10 +122,21 @@ def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
         out["amt"] = None
     if method != "tcm_diffrag":
         out.setdefault("kg", {"cases"})
-    if str(manifest.get("answer_mode") or "").startswith("loglik") or not _writes_rationale(method):
+    loglik = str(manifest.get("answer_mode") or "").startswith("loglik")
+    no_choice = manifest.get("multiple_choice") is False  # a set of free-text questions only
+    if loglik or no_choice or not _writes_rationale(method):
         # where a multiple-choice rationale goes, in a run that writes none
         out = _merged(out, {"apply": {"choice_rationale"}})
+    if loglik or no_choice or not _registered(method):
+        # the weighing of generated multiple-choice letters (trust runs: free-text questions only)
+        out = _merged(out, {"gate": {"generated_weight"}})
     return out
+
+
+def _registered(method: str) -> bool:
+    from medr2.pipelines.registry import PIPELINES
+
+    return method in PIPELINES
 
 
 def _writes_rationale(method: str) -> bool:

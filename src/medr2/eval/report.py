@@ -342,6 +342,7 @@ def collect(run_dirs: list[Path]) -> tuple[list[dict], dict[str, Any]]:
     # per run: (dataset, method, model), its context window, right/wrong per question, answer counts
     runs: list[tuple[tuple[str, str, str], Optional[int], dict[str, bool], dict[str, dict[str, int]]]] = []
     meta: dict[str, Any] = {"commits": set(), "corpus": {}, "seeds": set(), "marks": {}, "answers": {}}
+    seen: dict[tuple[str, str, str, Optional[int]], Path] = {}  # which directory answered each run
     for root in run_dirs:
         records = read_records(root)
         ctx: dict[tuple[str, str, str], Optional[int]] = {}
@@ -355,6 +356,12 @@ def collect(run_dirs: list[Path]) -> tuple[list[dict], dict[str, Any]]:
             if m.get("commit"):
                 meta["commits"].add(m["commit"][:12])
             meta["seeds"].add(m.get("subset_seed"))
+        for k in records:
+            where = seen.setdefault(k + (ctx.get(k),), Path(root))
+            if where != Path(root):
+                raise ValueError(f"{k[1]} on {k[0]} ({k[2]}) was answered in both {where} and {root} with the same "
+                                 "context window: give one of the two run directories (their records would "
+                                 "overwrite each other)")
         for r in score_run(root, records):
             rows.append(dict(r, context_tokens=ctx.get((r["dataset"], r["method"], r["model"]))))
         right = question_marks(records)

@@ -14,9 +14,10 @@ from __future__ import annotations
 import time
 from typing import Optional
 
-from medr2.apply.answer import ANSWER_MODES, Answer, EvidenceItem, answer_schema, direct_answer, failed_answer
+from medr2.apply.answer import ANSWER_MODES, FAILED, Answer, EvidenceItem, answer_schema, direct_answer, failed_answer
 from medr2.apply.context import evidence_budget, pack_rows
-from medr2.apply.gate import GateDecision, decide, relevance_gate, skip_decision, skip_loglik, use_decision
+from medr2.apply.gate import (GateDecision, agree_decision, decide, decide_generated, relevance_gate, skip_decision,
+                              skip_loglik, use_decision)
 from medr2.apply.loglik import LoglikAnswerer
 from medr2.apply.recommend import prompt_block, quote_instead, states_nothing
 from medr2.apply.prompts import draft_messages
@@ -190,14 +191,16 @@ class Method:
                 ans.notes.append(f"no guideline recommendation of the {ra.searched} read applies to this question")
         return ans
 
-    def own_answer(self, question: str, options: dict[str, str]) -> Answer:
-        """The generator's answer without evidence (direct answering; the gate's fallback)."""
+    def own_answer(self, question: str, options: dict[str, str], explain: bool = True) -> Answer:
+        """The generator's answer without evidence (direct answering; the gate's fallback).
+        ``explain=False``: the letter only where the rationale would come after it."""
         e = self.engine
+        after = e.config.apply.choice_rationale == "after"
         with stage("generate"):
             try:
                 return (self.loglik().answer(question, options, []) if self.use_loglik(options) else
-                        direct_answer(e.generator, question, options, self.s.cot, e.config.apply.max_answer_tokens,
-                                      e.config.apply.choice_rationale == "after"))
+                        direct_answer(e.generator, question, options, self.s.cot and (explain or not after),
+                                      e.config.apply.max_answer_tokens, after))
             except LLMError as err:  # one failed answer, not a failed run
                 return failed_answer(err)
 
@@ -221,6 +224,7 @@ class Method:
         rels = [r.relevance for r in rows if r.passage_id in ids and r.relevance is not None]
         rel = max(rels) if rels else None
         why_not = relevance_gate(rel, g.min_relevance)
+        weigh = bool(options) and self.engine.generator is not None  # generated mode: gate.generated_weight
         if self.use_loglik(options):
             lk = self.loglik()
             with stage("generate"):
@@ -233,14 +237,49 @@ class Method:
                                                                         g.evidence_weight)
             ans = lk.as_answer(s1, why1 if dec.evidence_used else why0, len(evidence) if dec.evidence_used else 0)
             ans.answer = dec.answer
-        elif why_not:
-            dec = skip_decision(rel, why_not)
+        elif why_not or (weigh and g.generated_weight == 0.0):
+            dec = skip_decision(rel, why_not or "gate.generated_weight = 0: answers never read the evidence")
             ans = self.own_answer(question, options)
+        elif weigh and g.generated_weight < 1.0:
+            dec, ans = self.weighed_generate(question, options, evidence, rel, g.generated_weight)
         else:
             dec = use_decision(rel, g.min_relevance)
             ans = self.generate(question, options, evidence)
         self.record_gate(res, dec, ans)
         return ans
+
+    def weighed_generate(self, question: str, options: dict[str, str], evidence: list[EvidenceItem],
+                         rel: Optional[float], weight: float) -> tuple[GateDecision, Answer]:
+        """Generated mode, multiple choice: the letter the model writes without the evidence and
+        the answer it writes with it; where they differ, the combined option scores (one prefill
+        each) pick between them (:func:`medr2.apply.gate.decide_generated`)."""
+        own = self.own_answer(question, options, explain=False)
+        ans = self.generate(question, options, evidence)
+        if ans.method in FAILED and own.method not in FAILED:
+            return (skip_decision(rel, f"the answer with the evidence failed ({ans.answer})"),
+                    self.own_answer(question, options))
+        if own.method in FAILED or ans.method in FAILED:
+            dec = use_decision(rel, self.engine.config.gate.min_relevance)
+            dec.reason += f"; no answer without the evidence to weigh it against ({own.answer})"
+            return dec, ans
+        if own.answer == ans.answer:
+            return agree_decision(rel, ans.answer, weight), ans
+        lk = self.loglik()
+        with stage("generate"):
+            try:
+                s0, _ = lk.letter_scores(question, options, [])
+                s1, _ = lk.letter_scores(question, options, evidence)
+            except LLMError as err:
+                dec = use_decision(rel, self.engine.config.gate.min_relevance)
+                dec.reason += (f"; the written answers differ ({own.answer} / {ans.answer}) but the generator gave no "
+                               f"option log-probabilities to weigh them ({str(err)[:120]}): the evidence's stands")
+                return dec, ans
+        dec = decide_generated(own.answer, ans.answer, s0, s1, rel, weight)
+        if dec.evidence_used:
+            return dec, ans
+        # the letter alone was asked where its explanation comes after it: now the whole answer
+        explained = not (self.s.cot and self.engine.config.apply.choice_rationale == "after")
+        return dec, (own if explained else self.own_answer(question, options))
 
     def recommend(self, question: str, evidence: list[EvidenceItem]):
         """The recommendation answer (medr2.apply.recommend) of a free-text question whose
