@@ -144,3 +144,18 @@ def test_a_free_text_question_is_not_weighed():
     p = Pipeline(ScriptedEngine(llm, 0.5), "vanilla_rag")
     p.gated_generate(Q, {}, list(EV), list(ROWS), res)
     assert res.gate["mode"] == "evidence" and llm.letter_calls == ["with"]
+
+
+def test_an_answer_without_evidence_that_fails_leaves_the_evidence_answer():
+    # "A." is no option letter: the schema-validated letter turn fails (three tries), the evidence's B stands
+    llm = ScriptedLLM("A.", "B", {"A": -0.1, "B": -3.0, "C": -3.0}, {"A": -3.0, "B": -0.1, "C": -3.0})
+    ans, res = gate(llm)
+    assert ans.answer == "B" and res.gate["mode"] == "evidence" and "no answer without the evidence" in res.gate["reason"]
+    assert llm.prefills == 0 and ans.citations == ["p1"]
+
+
+def test_an_evidence_answer_that_fails_gives_the_model_s_own():
+    llm = ScriptedLLM("A", "B.")
+    ans, res = gate(llm)
+    assert (ans.answer, ans.citations, res.evidence_used) == ("A", [], False)
+    assert "the answer with the evidence failed" in res.gate["reason"]
