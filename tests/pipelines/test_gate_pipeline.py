@@ -68,10 +68,10 @@ def test_generated_answers_skip_irrelevant_evidence_and_answer_uncited(engine):
     res = run(engine, mode="generate", min_relevance=0.999)
     assert res.evidence_used is False and res.citations == [] and res.method in ("llm", "error", "unparsed")
     assert any("no retrieval" in n for n in res.notes) or res.method != "llm"
-    used = run(engine, mode="generate", min_relevance=0.0, generated_weight=1.0)
+    used = run(engine, mode="generate", min_relevance=0.0)  # the default generated_weight 1: the evidence's letter
     assert used.evidence_used is True and used.gate["mode"] == "evidence"
-    # the default weighs the written letters: the answer is one of the two the model wrote
-    weighed = run(engine, mode="generate", min_relevance=0.0)
+    # weighing the written letters: the answer is one of the two the model wrote
+    weighed = run(engine, mode="generate", min_relevance=0.0, generated_weight=0.5)
     g = weighed.gate
     assert g["mode"] == "combined" and weighed.answer in (g["answer_without"], g["answer_with"])
     assert weighed.evidence_used is (weighed.answer == g["answer_with"])
