@@ -127,7 +127,8 @@ def test_a_generated_chain_of_thought_run_does_not_resume_under_the_other_order(
     # nor a run of free-text questions only (an eval set without options), nor the weighing of letters
     free = {"dataset": "guide", "method": "medr2", "answer_mode": "generate", "free_text": True,
             "multiple_choice": False}
-    assert run_identity({**free, "config": {"apply": {"few_shot": 2}, "gate": {"generated_weight": 1.0}}}) == run_identity(
+    assert run_identity({**free, "config": {"apply": {"few_shot": 2, "choice_rationale": "after"},
+                                            "gate": {"generated_weight": 1.0}}}) == run_identity(
         {**free, "config": {"apply": {"few_shot": 2, "choice_rationale": "before"}, "gate": {"generated_weight": 0.5}}})
     mc = {"dataset": "medqa:30", "method": "vanilla_rag", "answer_mode": "generate"}
     assert run_identity({**mc, "config": {"gate": {"generated_weight": 1.0}}}) != run_identity(

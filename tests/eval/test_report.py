@@ -128,9 +128,6 @@ def test_eval_report_end_to_end(tmp_path):
     runs2 = tmp_path / "runs2"  # the small model's medr2 again at another window, in its own run dir
     run(qs, fake_answer(2), runs2 / "medqa" / "medr2" / "small", {"method": "medr2", "subset_seed": 7, "commit": "abc",
         "config": {"appraise": {"context_tokens": 4096}}}, progress=False)
-    # direct answering run there too, with that setting: it reads no evidence, so it stays "direct"
-    run(qs, fake_answer(3), runs2 / "medqa" / "direct" / "small", {"method": "direct", "subset_seed": 7,
-        "commit": "abc", "config": {"appraise": {"context_tokens": 4096}}}, progress=False)
     trust = tmp_path / "trust"
     trust.mkdir()
     (trust / "summary.json").write_text(json.dumps({"passage": {"n": 2, "omission": 0.5, "conflict_rate": 0.0,
@@ -163,6 +160,15 @@ def test_two_run_directories_answering_the_same_run_are_refused_by_name(tmp_path
         dirs.append(d)
     with pytest.raises(ValueError, match=r"medr2 on medqa \(m\) was answered in both .*one and .*two"):
         collect(dirs)
+    # direct answering reads no evidence: at another window it is still the same run
+    direct = [tmp_path / "d1", tmp_path / "d2"]
+    for d, ctx in zip(direct, (1024, 4096)):
+        run(qs, lambda q: {"answer": "A", "rationale": "", "citations": [], "usage": {}}, d / "medqa" / "direct" / "m",
+            {"method": "direct", "config": {"apply": {"context_tokens": ctx}}}, progress=False)
+    with pytest.raises(ValueError, match="direct on medqa"):
+        collect(direct)
+    # one directory named twice (by two paths) is read once
+    assert len(collect([direct[0], direct[0] / ".." / "d1"])[0]) == 1
     assert len(collect(dirs[:1])[0]) == 1
 
 

@@ -47,7 +47,8 @@ class ScriptedLLM:
             out = {"answer": self.with_ev, "citations": [1], "insufficient": False}
         else:
             self.letter_calls.append("without")
-            out = {"answer": self.without}
+            again = self.letter_calls.count("without") > 1 and getattr(self, "without_after", None)
+            out = {"answer": again or self.without}
             if "rationale" in props:
                 out = {"rationale": "My own reasoning.", **out}
         if "rationale" in props and "answer" in props and "rationale" not in out:
@@ -150,7 +151,7 @@ def test_an_answer_without_evidence_that_fails_leaves_the_evidence_answer():
     # "A." is no option letter: the schema-validated letter turn fails (three tries), the evidence's B stands
     llm = ScriptedLLM("A.", "B", {"A": -0.1, "B": -3.0, "C": -3.0}, {"A": -3.0, "B": -0.1, "C": -3.0})
     ans, res = gate(llm)
-    assert ans.answer == "B" and res.gate["mode"] == "evidence" and "no answer without the evidence" in res.gate["reason"]
+    assert ans.answer == "B" and res.gate["mode"] == "evidence" and "the answer without the evidence failed" in res.gate["reason"]
     assert llm.prefills == 0 and ans.citations == ["p1"]
 
 
@@ -158,4 +159,20 @@ def test_an_evidence_answer_that_fails_gives_the_model_s_own():
     llm = ScriptedLLM("A", "B.")
     ans, res = gate(llm)
     assert (ans.answer, ans.citations, res.evidence_used) == ("A", [], False)
-    assert "the answer with the evidence failed" in res.gate["reason"]
+    assert "the answer with the evidence failed" in res.gate["reason"] and llm.letter_calls.count("without") == 1
+
+
+def test_option_scores_that_are_all_minus_infinity_keep_the_evidence_letter():
+    inf = float("-inf")
+    llm = ScriptedLLM("A", "B", {"A": inf, "B": inf, "C": inf}, {"A": inf, "B": inf, "C": inf})
+    ans, res = gate(llm)
+    assert ans.answer == "B" and res.gate["mode"] == "evidence" and "no option log-probabilities" in res.gate["reason"]
+
+
+def test_an_own_letter_that_changes_when_explained_stands_unexplained():
+    llm = ScriptedLLM("A", "B", {"A": -0.05, "B": -4.0, "C": -4.0}, {"A": -1.2, "B": -0.9, "C": -1.3})
+    p = Pipeline(ScriptedEngine(llm, 0.5), "+cot")
+    llm.without_after = "C"  # a sampling backend: asked again, it writes another letter
+    res = AskResult(question=Q, options=OPTS)
+    ans = p.gated_generate(Q, OPTS, list(EV), list(ROWS), res)
+    assert ans.answer == res.gate["answer"] == "A" and any("could not be had" in n for n in ans.notes)

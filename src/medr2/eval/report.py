@@ -343,7 +343,7 @@ def collect(run_dirs: list[Path]) -> tuple[list[dict], dict[str, Any]]:
     runs: list[tuple[tuple[str, str, str], Optional[int], dict[str, bool], dict[str, dict[str, int]]]] = []
     meta: dict[str, Any] = {"commits": set(), "corpus": {}, "seeds": set(), "marks": {}, "answers": {}}
     seen: dict[tuple[str, str, str, Optional[int]], Path] = {}  # which directory answered each run
-    for root in run_dirs:
+    for root in dict.fromkeys(Path(d).resolve() for d in run_dirs):  # a directory named twice is read once
         records = read_records(root)
         ctx: dict[tuple[str, str, str], Optional[int]] = {}
         for mf in Path(root).rglob("manifest*.json"):
@@ -356,9 +356,9 @@ def collect(run_dirs: list[Path]) -> tuple[list[dict], dict[str, Any]]:
             if m.get("commit"):
                 meta["commits"].add(m["commit"][:12])
             meta["seeds"].add(m.get("subset_seed"))
-        for k in records:
-            where = seen.setdefault(k + (ctx.get(k),), Path(root))
-            if where != Path(root):
+        for k in records:  # direct answering reads no evidence: its window is no axis
+            where = seen.setdefault(k + (None if k[1].startswith("direct") else ctx.get(k),), root)
+            if where != root:
                 raise ValueError(f"{k[1]} on {k[0]} ({k[2]}) was answered in both {where} and {root} with the same "
                                  "context window: give one of the two run directories (their records would "
                                  "overwrite each other)")

@@ -255,12 +255,16 @@ class Method:
         each) pick between them (:func:`medr2.apply.gate.decide_generated`)."""
         own = self.own_answer(question, options, explain=False)
         ans = self.generate(question, options, evidence)
+        # where the rationale comes after the letter, ``own`` is the letter alone
+        explained = not (self.s.cot and self.engine.config.apply.choice_rationale == "after")
         if ans.method in FAILED and own.method not in FAILED:
-            return (skip_decision(rel, f"the answer with the evidence failed ({ans.answer})"),
-                    self.own_answer(question, options))
+            why = ans.notes[0][:160] if ans.notes else ans.method
+            return skip_decision(rel, f"the answer with the evidence failed ({why})"), self.whole_own(question, options, own, explained)
         if own.method in FAILED or ans.method in FAILED:
             dec = use_decision(rel, self.engine.config.gate.min_relevance)
-            dec.reason += f"; no answer without the evidence to weigh it against ({own.answer})"
+            why = own.notes[0][:160] if own.notes else own.method
+            dec.reason += ("; both answers failed" if ans.method in FAILED else
+                           f"; the answer without the evidence failed ({why}): nothing to weigh it against")
             return dec, ans
         if own.answer == ans.answer:
             return agree_decision(rel, ans.answer, weight), ans
@@ -269,17 +273,26 @@ class Method:
             try:
                 s0, _ = lk.letter_scores(question, options, [])
                 s1, _ = lk.letter_scores(question, options, evidence)
-            except LLMError as err:
+                dec = decide_generated(own.answer, ans.answer, s0, s1, rel, weight)
+            except (LLMError, ValueError) as err:  # no log-probabilities, or none finite
                 dec = use_decision(rel, self.engine.config.gate.min_relevance)
                 dec.reason += (f"; the written answers differ ({own.answer} / {ans.answer}) but the generator gave no "
                                f"option log-probabilities to weigh them ({str(err)[:120]}): the evidence's stands")
                 return dec, ans
-        dec = decide_generated(own.answer, ans.answer, s0, s1, rel, weight)
-        if dec.evidence_used:
-            return dec, ans
-        # the letter alone was asked where its explanation comes after it: now the whole answer
-        explained = not (self.s.cot and self.engine.config.apply.choice_rationale == "after")
-        return dec, (own if explained else self.own_answer(question, options))
+        return dec, (ans if dec.evidence_used else self.whole_own(question, options, own, explained))
+
+    def whole_own(self, question: str, options: dict[str, str], own: Answer, explained: bool) -> Answer:
+        """The model's own answer with its rationale: ``own`` itself, or asked again with the
+        explanation after the letter; a reply that no longer gives the same letter (a sampling or
+        failing backend) leaves ``own`` as it was, with a note, so the answer is the one weighed."""
+        if explained:
+            return own
+        again = self.own_answer(question, options)
+        if again.method in FAILED or again.answer != own.answer:
+            own.notes.append(f"the explanation of option {own.answer} could not be had ({again.answer[:120]}); "
+                             "the answer stands without one")
+            return own
+        return again
 
     def recommend(self, question: str, evidence: list[EvidenceItem]):
         """The recommendation answer (medr2.apply.recommend) of a free-text question whose
