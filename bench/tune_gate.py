@@ -70,13 +70,18 @@ def gated(r: dict, floor: float, weight: float) -> str:
     return best_letter(combine(r["s0"], r["s1"], weight))
 
 
-def accuracy(records: list[dict], floor: float, weight: float) -> dict[str, float]:
+def macro_accuracy(records: list[dict], letter) -> dict[str, float]:
+    """Accuracy per dataset of ``letter(record)`` and their mean (``macro``)."""
     by = defaultdict(list)
     for r in records:
-        by[r["dataset"]].append(gated(r, floor, weight) == r["gold"])
+        by[r["dataset"]].append(letter(r) == r["gold"])
     acc = {k: sum(v) / len(v) for k, v in sorted(by.items())}
     acc["macro"] = sum(acc.values()) / len(acc)
     return acc
+
+
+def accuracy(records: list[dict], floor: float, weight: float) -> dict[str, float]:
+    return macro_accuracy(records, lambda r: gated(r, floor, weight))
 
 
 def choose(records: list[dict]) -> tuple[float, float, dict]:
@@ -126,12 +131,7 @@ def generated_letter(r: dict, weight: float) -> str:
 
 
 def accuracy_generated(records: list[dict], weight: float) -> dict[str, float]:
-    by = defaultdict(list)
-    for r in records:
-        by[r["dataset"]].append(generated_letter(r, weight) == r["gold"])
-    acc = {k: sum(v) / len(v) for k, v in sorted(by.items())}
-    acc["macro"] = sum(acc.values()) / len(acc)
-    return acc
+    return macro_accuracy(records, lambda r: generated_letter(r, weight))
 
 
 def choose_generated(records: list[dict]) -> None:

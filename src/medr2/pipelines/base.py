@@ -195,12 +195,11 @@ class Method:
         """The generator's answer without evidence (direct answering; the gate's fallback).
         ``explain=False``: the letter only where the rationale would come after it."""
         e = self.engine
-        after = e.config.apply.choice_rationale == "after"
         with stage("generate"):
             try:
                 return (self.loglik().answer(question, options, []) if self.use_loglik(options) else
-                        direct_answer(e.generator, question, options, self.s.cot and (explain or not after),
-                                      e.config.apply.max_answer_tokens, after))
+                        direct_answer(e.generator, question, options, self.s.cot and (explain or not self.letter_first()),
+                                      e.config.apply.max_answer_tokens, e.config.apply.choice_rationale == "after"))
             except LLMError as err:  # one failed answer, not a failed run
                 return failed_answer(err)
 
@@ -248,6 +247,17 @@ class Method:
         self.record_gate(res, dec, ans)
         return ans
 
+    def letter_first(self) -> bool:
+        """Whether this method's multiple-choice letter comes before its rationale (a chain-of-thought
+        method with ``apply.choice_rationale = "after"``): then the letter can be asked alone."""
+        return self.s.cot and self.engine.config.apply.choice_rationale == "after"
+
+    def evidence_stands(self, rel: Optional[float], why: str) -> GateDecision:
+        """The evidence's answer stands because the two could not be weighed (``why``)."""
+        dec = use_decision(rel, self.engine.config.gate.min_relevance)
+        dec.reason += "; " + why
+        return dec
+
     def weighed_generate(self, question: str, options: dict[str, str], evidence: list[EvidenceItem],
                          rel: Optional[float], weight: float) -> tuple[GateDecision, Answer]:
         """Generated mode, multiple choice: the letter the model writes without the evidence and
@@ -255,17 +265,14 @@ class Method:
         each) pick between them (:func:`medr2.apply.gate.decide_generated`)."""
         own = self.own_answer(question, options, explain=False)
         ans = self.generate(question, options, evidence)
-        # where the rationale comes after the letter, ``own`` is the letter alone
-        explained = not (self.s.cot and self.engine.config.apply.choice_rationale == "after")
         if ans.method in FAILED and own.method not in FAILED:
             why = ans.notes[0][:160] if ans.notes else ans.method
-            return skip_decision(rel, f"the answer with the evidence failed ({why})"), self.whole_own(question, options, own, explained)
+            return (skip_decision(rel, f"the answer with the evidence failed ({why})"),
+                    self.whole_own(question, options, own))
         if own.method in FAILED or ans.method in FAILED:
-            dec = use_decision(rel, self.engine.config.gate.min_relevance)
             why = own.notes[0][:160] if own.notes else own.method
-            dec.reason += ("; both answers failed" if ans.method in FAILED else
-                           f"; the answer without the evidence failed ({why}): nothing to weigh it against")
-            return dec, ans
+            return self.evidence_stands(rel, "both answers failed" if ans.method in FAILED else
+                                        f"the answer without the evidence failed ({why}): nothing to weigh it against"), ans
         if own.answer == ans.answer:
             return agree_decision(rel, ans.answer, weight), ans
         lk = self.loglik()
@@ -275,17 +282,17 @@ class Method:
                 s1, _ = lk.letter_scores(question, options, evidence)
                 dec = decide_generated(own.answer, ans.answer, s0, s1, rel, weight)
             except (LLMError, ValueError) as err:  # no log-probabilities, or none finite
-                dec = use_decision(rel, self.engine.config.gate.min_relevance)
-                dec.reason += (f"; the written answers differ ({own.answer} / {ans.answer}) but the generator gave no "
-                               f"option log-probabilities to weigh them ({str(err)[:120]}): the evidence's stands")
-                return dec, ans
-        return dec, (ans if dec.evidence_used else self.whole_own(question, options, own, explained))
+                return self.evidence_stands(rel, f"the written answers differ ({own.answer} / {ans.answer}) but the "
+                                            f"generator gave no option log-probabilities to weigh them "
+                                            f"({str(err)[:120]}): the evidence's stands"), ans
+        return dec, (ans if dec.evidence_used else self.whole_own(question, options, own))
 
-    def whole_own(self, question: str, options: dict[str, str], own: Answer, explained: bool) -> Answer:
-        """The model's own answer with its rationale: ``own`` itself, or asked again with the
-        explanation after the letter; a reply that no longer gives the same letter (a sampling or
-        failing backend) leaves ``own`` as it was, with a note, so the answer is the one weighed."""
-        if explained:
+    def whole_own(self, question: str, options: dict[str, str], own: Answer) -> Answer:
+        """The model's own answer with its rationale: ``own`` itself, or, where the rationale comes
+        after the letter (``own`` is the letter alone), asked again with its explanation; a reply
+        that no longer gives the same letter (a sampling or failing backend) leaves ``own`` as it
+        was, with a note, so the answer is the one weighed."""
+        if not self.letter_first():
             return own
         again = self.own_answer(question, options)
         if again.method in FAILED or again.answer != own.answer:
