@@ -176,3 +176,41 @@ def test_an_own_letter_that_changes_when_explained_stands_unexplained():
     res = AskResult(question=Q, options=OPTS)
     ans = p.gated_generate(Q, OPTS, list(EV), list(ROWS), res)
     assert ans.answer == res.gate["answer"] == "A" and any("could not be had" in n for n in ans.notes)
+
+
+def test_what_the_model_gives_without_evidence_is_asked_once_per_question():
+    # the iterating method reaches the gate every round: the letter and the option scores without
+    # evidence cannot change between rounds, so only the evidence side is asked again
+    s0 = {"A": -0.6, "B": -1.2, "C": -2.0}
+    s1 = {"A": -3.0, "B": -0.1, "C": -4.0}
+    llm = ScriptedLLM("A", "B", s0, s1)
+    p = Pipeline(ScriptedEngine(llm, 0.5), "medr2")
+    first = p.gated_generate(Q, OPTS, list(EV), list(ROWS), AskResult(question=Q, options=OPTS))
+    p._last = None  # a round that packed other passages
+    second = p.gated_generate(Q, OPTS, list(EV), list(ROWS), AskResult(question=Q, options=OPTS))
+    assert first.answer == second.answer == "B"
+    assert llm.letter_calls == ["without", "with", "with"] and llm.prefills == 3 + 3 + 3
+    # another question is its own
+    p._last = None
+    p.gated_generate("Another question?", OPTS, list(EV), list(ROWS), AskResult(question="Another question?", options=OPTS))
+    assert llm.letter_calls.count("without") == 2
+
+
+def test_loglik_scores_without_evidence_are_prefilled_once_per_question():
+    s0 = {"A": -0.6, "B": -1.2, "C": -2.0}
+    llm = ScriptedLLM("A", "B", s0, {"A": -3.0, "B": -0.1, "C": -4.0})
+    p = Pipeline(ScriptedEngine(llm, 0.5), "vanilla_rag", answer_mode="loglik")
+    for _ in range(2):
+        res = AskResult(question=Q, options=OPTS)
+        ans = p.gated_generate(Q, OPTS, list(EV), list(ROWS), res)
+        assert ans.answer == "B" and res.gate["scores_without"]
+    assert llm.prefills == 3 + 3 + 3 and llm.letter_calls == []
+
+
+def test_a_failed_answer_without_evidence_is_asked_again():
+    llm = ScriptedLLM("A.", "B", {"A": -0.1, "B": -3.0, "C": -3.0}, {"A": -3.0, "B": -0.1, "C": -3.0})
+    p = Pipeline(ScriptedEngine(llm, 0.5), "vanilla_rag")
+    for _ in range(2):
+        p.gated_generate(Q, OPTS, list(EV), list(ROWS), AskResult(question=Q, options=OPTS))
+    # three schema-validated tries per failed letter turn, both times
+    assert llm.letter_calls.count("without") == 6

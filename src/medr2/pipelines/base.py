@@ -11,8 +11,9 @@ Example::
 
 from __future__ import annotations
 
+import copy
 import time
-from typing import Optional
+from typing import Any, Callable, Optional
 
 from medr2.apply.answer import ANSWER_MODES, FAILED, Answer, EvidenceItem, answer_schema, direct_answer, failed_answer
 from medr2.apply.context import evidence_budget, pack_rows
@@ -63,6 +64,8 @@ class Method:
         # coarse reranker (set per question by gated_formulate)
         self.anchor: Optional[str] = None
         self.question = ""  # the question being answered (the sentence focus reads it)
+        # what the model gives without evidence, once per question (see ``without_evidence``)
+        self._own: dict[tuple, Any] = {}
         if rounds is not None and rounds > 1 and not self.iterate:
             raise ValueError(f"--rounds applies to the iterating pipeline (medr2), not to {name}")
         self.rounds = rounds if rounds is not None else (engine.config.assess.max_rounds if self.iterate else 1)
@@ -78,6 +81,7 @@ class Method:
         self.anchor = None
         question = validate_query(question, cfg.query.max_question_chars, "query.max_question_chars")
         self.question = question
+        self._own = {}
         options = validate_options(options)
         usage = Usage()
         res = AskResult(question=question, options=options, pipeline=self.name, models=e.model_names())
@@ -191,17 +195,39 @@ class Method:
                 ans.notes.append(f"no guideline recommendation of the {ra.searched} read applies to this question")
         return ans
 
+    def without_evidence(self, key: tuple, make: Callable[[], Any]) -> Any:
+        """What the model gives without evidence (its own answer, its option scores), made once per
+        question: the iterating method asks for it every round, and it cannot change between rounds.
+        A failed answer is not kept (the next round asks again); a raised error is not kept either.
+        Each caller gets its own copy, so the rounds' notes and decisions do not leak into each other."""
+        if key not in self._own:
+            out = make()
+            if isinstance(out, Answer) and out.method in FAILED:
+                return out
+            self._own[key] = out
+        return copy.deepcopy(self._own[key])
+
     def own_answer(self, question: str, options: dict[str, str], explain: bool = True) -> Answer:
         """The generator's answer without evidence (direct answering; the gate's fallback).
         ``explain=False``: the letter only where the rationale would come after it."""
         e = self.engine
-        with stage("generate"):
-            try:
-                return (self.loglik().answer(question, options, []) if self.use_loglik(options) else
-                        direct_answer(e.generator, question, options, self.s.cot and (explain or not self.letter_first()),
-                                      e.config.apply.max_answer_tokens, e.config.apply.choice_rationale == "after"))
-            except LLMError as err:  # one failed answer, not a failed run
-                return failed_answer(err)
+        loglik = self.use_loglik(options)
+        cot = self.s.cot and (explain or not self.letter_first())
+
+        def make() -> Answer:
+            with stage("generate"):
+                try:
+                    return (self.loglik().answer(question, options, []) if loglik else
+                            direct_answer(e.generator, question, options, cot, e.config.apply.max_answer_tokens,
+                                          e.config.apply.choice_rationale == "after"))
+                except LLMError as err:  # one failed answer, not a failed run
+                    return failed_answer(err)
+        return self.without_evidence(("answer", question, tuple(options.items()), loglik, cot), make)
+
+    def scores_without(self, question: str, options: dict[str, str]) -> tuple[dict[str, float], str]:
+        """The option letters' log-probabilities without evidence (one prefill per option), once per question."""
+        return self.without_evidence(("scores", question, tuple(options.items()), self.answer_mode),
+                                     lambda: self.loglik().letter_scores(question, options, []))
 
     def gated_generate(self, question: str, options: dict[str, str], evidence: list[EvidenceItem],
                        rows: list[EvidenceRow], res: AskResult) -> Answer:
@@ -228,7 +254,7 @@ class Method:
             lk = self.loglik()
             with stage("generate"):
                 try:
-                    s0, why0 = lk.letter_scores(question, options, [])
+                    s0, why0 = self.scores_without(question, options)
                     s1, why1 = (s0, why0) if why_not else lk.letter_scores(question, options, evidence)
                 except LLMError as err:
                     return failed_answer(err)
@@ -278,7 +304,7 @@ class Method:
         lk = self.loglik()
         with stage("generate"):
             try:
-                s0, _ = lk.letter_scores(question, options, [])
+                s0, _ = self.scores_without(question, options)
                 s1, _ = lk.letter_scores(question, options, evidence)
                 dec = decide_generated(own.answer, ans.answer, s0, s1, rel, weight)
             except (LLMError, ValueError) as err:  # no log-probabilities, or none finite
