@@ -194,6 +194,34 @@ def test_eval_run_resumes_and_scores(tmp_path, demo_index_dir):
 
 
 @pytest.mark.slow
+def test_eval_run_answers_only_the_listed_ids(tmp_path, demo_index_dir):
+    """--ids FILE: the chosen questions of the (sub)set, nothing else; an id the set does not hold
+    is refused by name before anything is answered."""
+    qfile = tmp_path / "tiny.jsonl"
+    rows = [{"question": q, "option": "(A) Yes.\n(B) No.", "anwer": "(A)", "source": "tiny"}
+            for q in ("Do SGLT2 inhibitors slow kidney disease?", "Is amoxicillin first line for pneumonia?",
+                      "Does ambulatory monitoring diagnose hypertension?")]
+    qfile.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    ids = tmp_path / "ids.txt"
+    ids.write_text("# chosen on dev\ntiny-3\n\ntiny-1\n")
+    out = tmp_path / "runs"
+    base = ["eval", "run", "--dataset", str(qfile), "--method", "vanilla_rag", "--index", str(demo_index_dir),
+            "--llm", "none", "--out", str(out), "--no-progress", "--ids"]
+    r = CliRunner().invoke(main, base + [str(ids)])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["questions"] == 2
+    assert sorted(f.name for f in (out / "tiny" / "vanilla_rag" / "none").glob("tiny-*.json")) == ["tiny-1.json",
+                                                                                                   "tiny-3.json"]
+    ids.write_text("tiny-2\ntiny-9\n")
+    r = CliRunner().invoke(main, base + [str(ids)])
+    assert r.exit_code == 2 and "tiny-9" in r.output and "not in this (sub)set" in r.output
+    assert not (out / "tiny" / "vanilla_rag" / "none" / "tiny-2.json").exists()
+    ids.write_text("# nothing\n")
+    r = CliRunner().invoke(main, base + [str(ids)])
+    assert r.exit_code == 2 and "lists no question id" in r.output
+
+
+@pytest.mark.slow
 def test_eval_run_marks_a_mixed_set_free_text_whatever_slice_it_answers(tmp_path, demo_index_dir, monkeypatch):
     """The settings a run compares hold for its whole subset: a set with an option-less question is
     marked free_text even when --limit answers only a multiple-choice one, so a later call that

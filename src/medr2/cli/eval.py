@@ -32,6 +32,8 @@ def eval_group() -> None:
 @click.option("--llm", "llm_spec", help="Generator (as in ask; default llm.generator).")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Run directory.")
 @click.option("--limit", type=int, help="Only the first N questions of the (sub)set, in file order.")
+@click.option("--ids", "ids_file", type=click.Path(dir_okay=False),
+              help="Only the questions whose ids this file lists (one per line), within the (sub)set.")
 @click.option("--shard", help="i/n: answer every n-th question starting at i (parallel runs).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the :N subset and of the answering order "
                                                               "(a seeded shuffle, so a stopped run has answered a random sample).")
@@ -40,13 +42,13 @@ def eval_group() -> None:
               help="Let retrieval return a question's own source document (its PMID, e.g. the PubMedQA abstract); "
                    "excluded by default, as in MIRAGE's PubMedQA*.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar with ETA (default: on a terminal).")
-def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, out_dir, limit, shard, seed,
+def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, out_dir, limit, ids_file, shard, seed,
              answer_mode, allow_own_source, progress):
     """Answer a benchmark with a pipeline; resumable (rerun to continue), cached, shardable."""
     from medr2.eval.datasets import DatasetError
     from medr2.eval.manifest import engine_manifest, run_dir
-    from medr2.eval.runner import (RunBusy, RunMismatch, answer_order, in_shard, load_questions, own_sources,
-                                   parse_dataset_spec, parse_shard, run, subset)
+    from medr2.eval.runner import (RunBusy, RunMismatch, answer_order, in_shard, load_questions, only_ids,
+                                   own_sources, parse_dataset_spec, parse_shard, run, subset)
     from medr2.llm.base import LLMError, LLMOutputError
     from medr2.pipelines import Engine, Pipeline
     from medr2.search.hybrid import QueryError
@@ -61,6 +63,11 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
     # the settings a run compares hold for the whole subset, whatever slice this call answers
     free_text = any(not q.options for q in qs)
     choice = any(q.options for q in qs)
+    if ids_file:
+        try:
+            qs = only_ids(qs, ids_file)
+        except DatasetError as e:
+            fail(str(e), EXIT_USAGE)
     qs = answer_order([q for i, q in enumerate(qs) if in_shard(i, sh)][: limit if limit else None], seed)
     try:
         engine = Engine.open(index_dir, config, generator=llm_spec)

@@ -94,6 +94,33 @@ def subset(questions: list[EvalQuestion], n: Optional[int], seed: int) -> list[E
     return [questions[i] for i in idx]
 
 
+def only_ids(questions: list[EvalQuestion], ids_file: str | Path) -> list[EvalQuestion]:
+    r"""The questions whose ids ``ids_file`` lists (one per line; blank lines and ``#`` comments
+    skipped), in the (sub)set's order: to answer chosen questions again. An id the (sub)set does not
+    hold is an error naming it, not a silent skip.
+
+    >>> import tempfile, os
+    >>> qs = [EvalQuestion(dataset="d", id=i, question="q?", options={"A": "a", "B": "b"}, answer="A") for i in "xyz"]
+    >>> f = tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False); _ = f.write("z\n# note\nx\n"); f.close()
+    >>> [q.id for q in only_ids(qs, f.name)]; os.unlink(f.name)
+    ['x', 'z']
+    """
+    p = Path(ids_file)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise DatasetError(f"--ids {p}: cannot read it ({e})") from None
+    want = {ln.split("#", 1)[0].strip() for ln in lines} - {""}
+    if not want:
+        raise DatasetError(f"--ids {p}: lists no question id (one per line)")
+    missing = sorted(want - {q.id for q in questions})
+    if missing:
+        raise DatasetError(f"--ids {p}: {len(missing)} id(s) not in this (sub)set: {', '.join(missing[:5])}"
+                           f"{' ...' if len(missing) > 5 else ''}; list ids of the questions the --dataset spec "
+                           f"selects (a run's record files are named by them)")
+    return [q for q in questions if q.id in want]
+
+
 def answer_order(questions: list[EvalQuestion], seed: int) -> list[EvalQuestion]:
     """The order a run answers its questions in: a seeded shuffle, so that the questions answered
     before a run is stopped are a random sample of the set. Benchmark files are often grouped
