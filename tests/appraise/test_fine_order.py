@@ -10,7 +10,7 @@ from medr2.appraise.appraiser import Appraiser
 from medr2.appraise.conflicts import RuleConflicts
 from medr2.appraise.doc_type import normalise
 from medr2.appraise.evidence_level import EvidenceLeveler
-from medr2.appraise.order import (NOT_RELEVANT, apply_floor, empty_context_note, logit, missing_relevance_note,
+from medr2.appraise.order import (NOT_RELEVANT, apply_floor, empty_context_note, floor_waived, logit, missing_relevance_note,
                                   paper_order, relevance_key, relevance_order)
 from medr2.config import AppraiseConfig
 from medr2.schema import EvidenceRow, Hit
@@ -215,3 +215,25 @@ def test_usefulness_is_skipped_for_a_language_the_proxy_does_not_read():
     assert ap.usefulness_reads("Which drug?") and not ap.usefulness_reads("哪种降糖药？")
     ap.usefulness_languages = ()  # a multilingual scorer: every language
     assert ap.usefulness_reads("哪种降糖药？")
+
+
+def test_the_floor_is_waived_only_when_too_few_rows_would_pass_it():
+    thin = [row("a", 1, 0.03, 1.0), row("b", 2, 0.01, 1.0), row("c", 3, 0.005, 1.0)]
+    assert floor_waived(thin, 0.02, 2) and not floor_waived(thin, 0.02, 1) and not floor_waived(thin, 0.02, 0)
+    assert not floor_waived([row("a", 1, 0.5, 1.0)], 0.02, 5)  # nothing below the floor: nothing to waive
+    assert floor_waived([row("a", 1, 0.01, 1.0)], 0.02, 1)  # all below: an empty context otherwise
+    assert not floor_waived(thin + [row("d", 4, None, 1.0)], 0.02, 2)  # an unscored row stays, so two do
+
+
+def test_appraiser_waives_the_floor_for_a_thin_context_and_says_so():
+    hits = [hit("on", "paper", 0.03), hit("off1", "entry", 0.01), hit("off2", "entry", 0.004)]
+    notes = []
+    rows, _ = appraiser(floor=0.02).appraise("q", {"A": "a"}, "procedural", [h.model_copy(deep=True) for h in hits],
+                                            None, None, notes, min_kept=2)
+    assert not any(r.reason.startswith(NOT_RELEVANT) for r in rows)
+    assert len(notes) == 1 and "1 passage(s) passed the relevance floor (0.02)" in notes[0]
+    assert "appraise.floor_min_passages (2)" in notes[0]
+    notes = []
+    rows, _ = appraiser(floor=0.02).appraise("q", {"A": "a"}, "procedural", [h.model_copy(deep=True) for h in hits],
+                                            None, None, notes)
+    assert sum(r.reason.startswith(NOT_RELEVANT) for r in rows) == 2 and notes == []

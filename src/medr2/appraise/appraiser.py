@@ -33,6 +33,7 @@ from medr2.appraise.doc_type import doc_type_fit
 from medr2.appraise.evidence_level import EvidenceLeveler, f_h
 from medr2.appraise.fine import fine_score
 from medr2.appraise.order import (ORDERS, apply_floor, empty_context_note, missing_relevance_note, paper_order,
+                                   waived_floor_note,
                                   relevance_order)
 from medr2.appraise.usefulness import UsefulnessScorer
 from medr2.formulate.labels import DOC_TYPES
@@ -86,8 +87,11 @@ class Appraiser:
         return not self.usefulness_languages or detect_language(question) in self.usefulness_languages
 
     def appraise(self, question: str, options: dict[str, str], question_type: str, hits: list[Hit],
-                 vectors: Optional[np.ndarray], reference: Optional[str], notes: list[str]
-                 ) -> tuple[list[EvidenceRow], list[Conflict]]:
+                 vectors: Optional[np.ndarray], reference: Optional[str], notes: list[str],
+                 min_kept: int = 0) -> tuple[list[EvidenceRow], list[Conflict]]:
+        """The appraised rows in the fine order and the conflicts found. ``min_kept``: the relevance
+        floor is waived when fewer rows would pass it (the caller decides when: generated
+        multiple-choice answers, ``appraise.floor_min_passages``)."""
         with stage("evidence_level"):
             rows = base_rows(hits, self.leveler)
         if not rows:
@@ -119,7 +123,7 @@ class Appraiser:
         for r, fu in zip(rows, fus):
             r.f_u = round(fu, 6)
             r.F = fine_score(r.f_h, r.f_g, r.f_u, self.alpha)
-        rows = self.ordered(rows, notes)
+        rows = self.ordered(rows, notes, min_kept)
         live = [r for r in rows if not r.reason.startswith("dropped")]
         found: list[Conflict] = []
         if self.conflicts is not None:
@@ -137,13 +141,15 @@ class Appraiser:
             _note(notes, empty_context_note(rows, self.relevance_floor))
         return rows, found
 
-    def ordered(self, rows: list[EvidenceRow], notes: list[str]) -> list[EvidenceRow]:
-        """The rows in the fine order; in the relevance order, those under the floor marked dropped."""
+    def ordered(self, rows: list[EvidenceRow], notes: list[str], min_kept: int = 0) -> list[EvidenceRow]:
+        """The rows in the fine order; in the relevance order, those under the floor marked dropped
+        (unless fewer than ``min_kept`` would stay)."""
         if self.order == "paper":
             return paper_order(rows)
         rows = relevance_order(rows, self.relevance_weight)
         _note(notes, missing_relevance_note(rows))
-        apply_floor(rows, self.relevance_floor)
+        _note(notes, waived_floor_note(rows, self.relevance_floor, min_kept))
+        apply_floor(rows, self.relevance_floor, min_kept)
         return rows
 
 

@@ -82,12 +82,23 @@ def relevance_order(rows: list[EvidenceRow], weight: float) -> list[EvidenceRow]
     return [next(it) if r.relevance is not None else r for r in coarse]
 
 
-def apply_floor(rows: list[EvidenceRow], floor: float) -> int:
+def apply_floor(rows: list[EvidenceRow], floor: float, min_kept: int = 0) -> int:
     """Mark every row whose relevance is below ``floor`` as dropped (not kept, reason
     ``dropped: not relevant (...)``); rows without a relevance score are left alone. Returns
-    how many were dropped."""
+    how many were dropped. ``min_kept``: when fewer rows than this would stay, the floor is
+    waived and nothing is dropped (:func:`floor_waived`; ``appraise.floor_min_passages``).
+
+    >>> from medr2.schema import EvidenceRow
+    >>> thin = [EvidenceRow(passage_id=p, doc_id=p, relevance=x) for p, x in (("a", 0.03), ("b", 0.01))]
+    >>> apply_floor(thin, 0.02, min_kept=2), [r.reason for r in thin]
+    (0, ['', ''])
+    >>> apply_floor(thin, 0.02), thin[1].reason
+    (1, 'dropped: not relevant (relevance 0.01 < floor 0.02)')
+    """
     if not 0 <= floor < 1:
         raise ValueError(f"relevance floor must be in [0, 1), got {floor}")
+    if floor_waived(rows, floor, min_kept):
+        return 0
     n = 0
     for r in rows:
         if r.relevance is not None and r.relevance < floor:
@@ -95,6 +106,23 @@ def apply_floor(rows: list[EvidenceRow], floor: float) -> int:
             r.reason = f"{NOT_RELEVANT} (relevance {r.relevance:.2f} < floor {floor:.2f})"
             n += 1
     return n
+
+
+def floor_waived(rows: list[EvidenceRow], floor: float, min_kept: int) -> bool:
+    """Whether the floor would leave fewer than ``min_kept`` rows (and drop at least one): then
+    it is waived."""
+    below = sum(r.relevance is not None and r.relevance < floor for r in rows)
+    return bool(below) and len(rows) - below < min_kept
+
+
+def waived_floor_note(rows: list[EvidenceRow], floor: float, min_kept: int) -> Optional[str]:
+    """The note when the floor was waived (None otherwise)."""
+    if not floor_waived(rows, floor, min_kept):
+        return None
+    above = sum(r.relevance is None or r.relevance >= floor for r in rows)
+    return (f"{above} passage(s) passed the relevance floor ({floor:.2f}), fewer than "
+            f"appraise.floor_min_passages ({min_kept}): the floor is waived for this answer, and "
+            "passages under it may reach the context")
 
 
 def missing_relevance_note(rows: list[EvidenceRow]) -> Optional[str]:

@@ -105,6 +105,12 @@ class AppraiseConfig(Section):
     # Chosen by the same script: the largest floor that keeps context Recall@10 within 0.01 of
     # no floor. Applied by the "relevance" order only.
     relevance_floor: float = Field(0.02, ge=0, lt=1)
+    # Generated answers to multiple-choice questions: when fewer passages than this pass the floor,
+    # the floor is waived for that answer (a note says so), so the context is not one near-floor
+    # passage. 0 = never waived. Issue 35 (bench/README.md, "Thin contexts"): on the report cells
+    # medr2's generated answers fell behind vanilla RAG's only where its context held at most one
+    # passage. Dev choice: see bench/results/eval/thin-dev.
+    floor_min_passages: int = Field(0, ge=0)
     levels: dict[str, int] = Field(default_factory=_default_levels)
 
     @field_validator("levels")

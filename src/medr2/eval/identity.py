@@ -84,6 +84,7 @@ ADDED_KEYS: dict[tuple[str, ...], object] = {
     ("recommend", "llm_cover_min_relevance"): 0.3,  # ... and with a generator llm_min_relevance (0.3)
     ("apply", "choice_rationale"): "before",  # a multiple-choice letter after its chain of thought (2026-12-06)
     ("gate", "generated_weight"): 1.0,  # a generated letter with evidence always stood (2026-12-06)
+    ("appraise", "floor_min_passages"): 0,  # the relevance floor was never waived (2026-12-06)
 }
 
 
@@ -96,11 +97,12 @@ def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
     appraisal and gate setting in direct answering (it reads the generator's settings,
     ``[apply]``'s answer length and ``query.max_question_chars``); ``apply.choice_rationale`` in a run
     that writes no rationale (log-likelihood answers, methods without a chain of thought);
-    ``gate.generated_weight`` in log-likelihood runs and trust runs; both in a run of free-text
+    ``gate.generated_weight`` and ``appraise.floor_min_passages`` in log-likelihood runs and trust
+    runs; all three in a run of free-text
     questions only (``multiple_choice: false``).
 
     >>> unread_settings({"method": "medr2", "answer_mode": "loglik"})
-    {'serve': None, 'recommend': None, 'amt': None, 'kg': {'cases'}, 'apply': {'choice_rationale'}, 'gate': {'generated_weight'}}
+    {'serve': None, 'recommend': None, 'amt': None, 'kg': {'cases'}, 'apply': {'choice_rationale'}, 'gate': {'generated_weight'}, 'appraise': {'floor_min_passages'}}
     >>> unread_settings({"method": "tcm_diffrag", "answer_mode": "generate"})
     {'serve': None, 'recommend': None, 'amt': None}
     >>> "recommend" in unread_settings({"method": "trust", "free_text": True})
@@ -129,7 +131,7 @@ def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
         out = _merged(out, {"apply": {"choice_rationale"}})
     if loglik or no_choice or not _registered(method):
         # the weighing of generated multiple-choice letters (trust runs: free-text questions only)
-        out = _merged(out, {"gate": {"generated_weight"}})
+        out = _merged(out, {"gate": {"generated_weight"}, "appraise": {"floor_min_passages"}})
     return out
 
 

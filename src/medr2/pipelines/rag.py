@@ -78,7 +78,8 @@ class RAG(Method):
     def appraise(self, question, options, qtype, hits, vecs, reference, notes, res) -> list[EvidenceRow]:
         """Med-R2's fine rerank with passage and knowledge-graph conflicts reported."""
         e = self.engine
-        rows, conflicts = e.appraiser.appraise(question, options, qtype, hits, vecs, reference, notes)
+        rows, conflicts = e.appraiser.appraise(question, options, qtype, hits, vecs, reference, notes,
+                                               self.floor_min_passages(options))
         res.conflicts = [c.to_dict() for c in conflicts]
         kg_conf = e.graph_conflicts([h.passage_id for h in hits])
         if kg_conf:
@@ -90,6 +91,13 @@ class RAG(Method):
             notes.append(f"{len(unresolved)} conflict(s) between passages of equal evidence level were kept: "
                          "the evidence disagrees")
         return rows
+
+    def floor_min_passages(self, options: dict[str, str]) -> int:
+        """``appraise.floor_min_passages`` where it applies: generated answers to multiple-choice
+        questions (chosen on such answers; the loglik gate already weighs thin evidence down, and a
+        free-text answer reads the floor to abstain); 0 elsewhere."""
+        generated = bool(options) and self.engine.generator is not None and not self.use_loglik(options)
+        return self.engine.config.appraise.floor_min_passages if generated else 0
 
     def next_query(self, query: str, ans: Optional[Answer]) -> str:
         """The next round's query adds the answer's reasoning (a log-likelihood answer's
