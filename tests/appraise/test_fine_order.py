@@ -231,9 +231,26 @@ def test_appraiser_waives_the_floor_for_a_thin_context_and_says_so():
     rows, _ = appraiser(floor=0.02).appraise("q", {"A": "a"}, "procedural", [h.model_copy(deep=True) for h in hits],
                                             None, None, notes, min_kept=2)
     assert not any(r.reason.startswith(NOT_RELEVANT) for r in rows)
-    assert len(notes) == 1 and "1 passage(s) passed the relevance floor (0.02)" in notes[0]
+    assert len(notes) == 1 and "the relevance floor (0.02) would leave 1 passage(s)" in notes[0]
     assert "appraise.floor_min_passages (2)" in notes[0]
     notes = []
     rows, _ = appraiser(floor=0.02).appraise("q", {"A": "a"}, "procedural", [h.model_copy(deep=True) for h in hits],
                                             None, None, notes)
     assert sum(r.reason.startswith(NOT_RELEVANT) for r in rows) == 2 and notes == []
+
+
+def test_a_waived_row_cannot_knock_out_a_relevant_one_in_a_conflict():
+    # an off-topic guideline (level 3) contradicting a relevant cohort (level 6): with the floor in
+    # force the guideline never reaches the conflict check; waived, it must still not win it
+    class Contradict:
+        def pairs(self, items, docs):
+            ids = {pid for pid, _ in items}
+            return [("guideline", "cohort", "opposite claims")] if {"guideline", "cohort"} <= ids else []
+
+    hits = [hit("guideline", "guideline", 0.01), hit("cohort", "paper", 0.9, pubtypes=["Cohort Study"])]
+    notes = []
+    rows, found = appraiser(floor=0.02, conflicts=Contradict()).appraise(
+        "q", {"A": "a"}, "procedural", [h.model_copy(deep=True) for h in hits], None, None, notes, min_kept=3)
+    by_id = {r.passage_id: r for r in rows}
+    assert not by_id["cohort"].reason.startswith("dropped") and not by_id["guideline"].reason.startswith("dropped")
+    assert found == [] and any("waived" in n for n in notes)

@@ -220,7 +220,7 @@ def test_the_floor_waiver_applies_to_generated_multiple_choice_answers_only():
     eng = ScriptedEngine(ScriptedLLM("A", "B"), 1.0)
     eng.config.appraise.floor_min_passages = 2
     assert Pipeline(eng, "medr2").floor_min_passages(OPTS) == 2
-    assert Pipeline(eng, "vanilla_rag").floor_min_passages(OPTS) == 2
+    assert Pipeline(eng, "+reranker").floor_min_passages(OPTS) == 2
     assert Pipeline(eng, "medr2", answer_mode="loglik").floor_min_passages(OPTS) == 0  # the loglik gate weighs it
     assert Pipeline(eng, "medr2").floor_min_passages({}) == 0  # free text: the floor decides abstention
     eng.generator = None

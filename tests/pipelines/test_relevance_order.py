@@ -162,3 +162,38 @@ def test_a_reformulation_expands_retrieval_and_the_reranker_reads_the_question()
     e = RecordingEngine(Config(), [TRIAL, GUIDELINE])
     Pipeline(e, "vanilla_rag", answer_mode="generate").run(QUESTION)  # no reformulation: one query
     assert e.calls == [("retrieve", [QUESTION]), ("rerank", QUESTION)]
+
+
+class LetterLLM:
+    """Answers every multiple-choice prompt with option A citing passage 1 (plumbing only)."""
+
+    name = "letters"
+    temperature, seed = 0.0, 0
+
+    def chat(self, messages, max_tokens=512, temperature=0.0, seed=0, json_schema=None):
+        import json
+
+        props = (json_schema or {}).get("properties", {})
+        out = {"answer": "A"} | ({"citations": [1], "insufficient": False} if "citations" in props else {})
+        if "rationale" in props:
+            out = {"rationale": "Because [1]."} | out
+        return {"text": json.dumps(out), "prompt_tokens": 10, "completion_tokens": 5}
+
+    def count_tokens(self, text):
+        return estimate_tokens(text)
+
+
+@pytest.mark.parametrize("answer_mode, options, waived", [("generate", {"A": "Stop", "B": "Continue"}, True),
+                                                          ("generate", None, False)])
+def test_a_thin_context_waives_the_floor_for_generated_multiple_choice_answers(answer_mode, options, waived):
+    cfg = Config()
+    cfg.appraise.relevance_floor, cfg.appraise.floor_min_passages = 0.05, 2
+    eng = FakeEngine(cfg, [GUIDELINE, ENTRY, TRIAL])
+    eng.generator = LetterLLM()
+    eng.answerers = {cot: CitedAnswerer(eng.generator, cot) for cot in (True, False)}
+    res = Pipeline(eng, "+reranker", answer_mode=answer_mode).run(QUESTION, options)
+    kept = [r.passage_id for r in res.evidence if r.kept]
+    if waived:  # one passage passes the floor: the two under it reach the context too, with a note
+        assert kept == ["trial", "guideline", "entry"] and any("is waived for this answer" in n for n in res.notes)
+    else:  # a free-text question reads the floor as it is
+        assert kept == ["trial"] and not any("waived" in n for n in res.notes)

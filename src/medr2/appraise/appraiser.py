@@ -124,7 +124,10 @@ class Appraiser:
             r.f_u = round(fu, 6)
             r.F = fine_score(r.f_h, r.f_g, r.f_u, self.alpha)
         rows = self.ordered(rows, notes, min_kept)
-        live = [r for r in rows if not r.reason.startswith("dropped")]
+        # a row the floor would have dropped (kept only because the floor was waived) takes no part
+        # in conflicts: evidence level decides a conflict, and an off-topic guideline must not
+        # knock out a relevant study
+        live = [r for r in rows if not r.reason.startswith("dropped") and not self.below_floor(r)]
         found: list[Conflict] = []
         if self.conflicts is not None:
             with stage("conflicts"):
@@ -140,6 +143,9 @@ class Appraiser:
         if self.order == "relevance":
             _note(notes, empty_context_note(rows, self.relevance_floor))
         return rows, found
+
+    def below_floor(self, r: EvidenceRow) -> bool:
+        return self.order == "relevance" and r.relevance is not None and r.relevance < self.relevance_floor
 
     def ordered(self, rows: list[EvidenceRow], notes: list[str], min_kept: int = 0) -> list[EvidenceRow]:
         """The rows in the fine order; in the relevance order, those under the floor marked dropped

@@ -120,9 +120,9 @@ def waived_floor_note(rows: list[EvidenceRow], floor: float, min_kept: int) -> O
     if not floor_waived(rows, floor, min_kept):
         return None
     above = sum(r.relevance is None or r.relevance >= floor for r in rows)
-    return (f"{above} passage(s) passed the relevance floor ({floor:.2f}), fewer than "
-            f"appraise.floor_min_passages ({min_kept}): the floor is waived for this answer, and "
-            "passages under it may reach the context")
+    return (f"the relevance floor ({floor:.2f}) would leave {above} passage(s), fewer than "
+            f"appraise.floor_min_passages ({min_kept}): it is waived for this answer, so passages under it "
+            "may reach the context (they take no part in conflicts)")
 
 
 def missing_relevance_note(rows: list[EvidenceRow]) -> Optional[str]:

@@ -33,7 +33,8 @@ def eval_group() -> None:
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Run directory.")
 @click.option("--limit", type=int, help="Only the first N questions of the (sub)set, in file order.")
 @click.option("--ids", "ids_file", type=click.Path(dir_okay=False),
-              help="Only the questions whose ids this file lists (one per line), within the (sub)set.")
+              help="Only the questions whose ids this file lists (one per line), within the (sub)set; "
+                   "--shard and --limit then count over them.")
 @click.option("--shard", help="i/n: answer every n-th question starting at i (parallel runs).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the :N subset and of the answering order "
                                                               "(a seeded shuffle, so a stopped run has answered a random sample).")

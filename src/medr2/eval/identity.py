@@ -98,13 +98,15 @@ def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
     ``[apply]``'s answer length and ``query.max_question_chars``); ``apply.choice_rationale`` in a run
     that writes no rationale (log-likelihood answers, methods without a chain of thought);
     ``gate.generated_weight`` and ``appraise.floor_min_passages`` in log-likelihood runs and trust
-    runs; all three in a run of free-text
+    runs (the latter also in runs without a generator or a fine rerank); all three in a run of free-text
     questions only (``multiple_choice: false``).
 
     >>> unread_settings({"method": "medr2", "answer_mode": "loglik"})
     {'serve': None, 'recommend': None, 'amt': None, 'kg': {'cases'}, 'apply': {'choice_rationale'}, 'gate': {'generated_weight'}, 'appraise': {'floor_min_passages'}}
     >>> unread_settings({"method": "tcm_diffrag", "answer_mode": "generate"})
-    {'serve': None, 'recommend': None, 'amt': None}
+    {'serve': None, 'recommend': None, 'amt': None, 'appraise': {'floor_min_passages'}}
+    >>> unread_settings({"method": "medr2", "answer_mode": "generate"})
+    {'serve': None, 'recommend': None, 'amt': None, 'kg': {'cases'}}
     >>> "recommend" in unread_settings({"method": "trust", "free_text": True})
     False
     >>> unread_settings({"method": "medr2", "free_text": True, "multiple_choice": False})["apply"]
@@ -118,7 +120,7 @@ def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
         out.update(NOT_READ_BY_DIRECT)
     if not manifest.get("free_text"):
         # without a generator the coarse stage keeps recommend.extractive_k passages when enabled
-        no_llm = (manifest.get("models") or {}).get("generator") in (None, "none") and "models" in manifest
+        no_llm = no_llm_run(manifest)
         out["recommend"] = ({k for k in RecommendConfig.model_fields} - {"enabled", "extractive_k"}) if no_llm else None
     if method != "llm_amt":
         out["amt"] = None
@@ -132,7 +134,21 @@ def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
     if loglik or no_choice or not _registered(method):
         # the weighing of generated multiple-choice letters (trust runs: free-text questions only)
         out = _merged(out, {"gate": {"generated_weight"}, "appraise": {"floor_min_passages"}})
+    elif no_llm_run(manifest) or not _fine_rerank(method):
+        # the floor's waiver: generated answers of the methods with a fine rerank only
+        out = _merged(out, {"appraise": {"floor_min_passages"}})
     return out
+
+
+def no_llm_run(manifest: dict) -> bool:
+    """A run answered without a generator (``--llm none``)."""
+    return "models" in manifest and (manifest.get("models") or {}).get("generator") in (None, "none")
+
+
+def _fine_rerank(method: str) -> bool:
+    from medr2.pipelines.registry import PIPELINES
+
+    return bool(getattr(PIPELINES.get(method), "fine_rerank", False))
 
 
 def _registered(method: str) -> bool:

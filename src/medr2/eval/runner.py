@@ -95,8 +95,9 @@ def subset(questions: list[EvalQuestion], n: Optional[int], seed: int) -> list[E
 
 
 def only_ids(questions: list[EvalQuestion], ids_file: str | Path) -> list[EvalQuestion]:
-    r"""The questions whose ids ``ids_file`` lists (one per line; blank lines and ``#`` comments
-    skipped), in the (sub)set's order: to answer chosen questions again. An id the (sub)set does not
+    r"""The questions whose ids ``ids_file`` lists (one per line, each a record's ``id`` field; blank
+    lines and ``#`` comments skipped), in the (sub)set's order: to answer chosen questions again.
+    Applied before ``--shard`` and ``--limit``, which then count over the listed questions. An id the (sub)set does not
     hold is an error naming it, not a silent skip.
 
     >>> import tempfile, os
@@ -107,7 +108,7 @@ def only_ids(questions: list[EvalQuestion], ids_file: str | Path) -> list[EvalQu
     """
     p = Path(ids_file)
     try:
-        lines = p.read_text(encoding="utf-8").splitlines()
+        lines = p.read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeDecodeError) as e:
         raise DatasetError(f"--ids {p}: cannot read it ({e})") from None
     want = {ln.split("#", 1)[0].strip() for ln in lines} - {""}

@@ -199,6 +199,7 @@ class Method:
         """What the model gives without evidence (its own answer, its option scores), made once per
         question: the iterating method asks for it every round, and it cannot change between rounds.
         A failed answer is not kept (the next round asks again); a raised error is not kept either.
+        The memo lives until the next :meth:`run` (a sampling backend's own letter is drawn once).
         Each caller gets its own copy, so the rounds' notes and decisions do not leak into each other."""
         if key not in self._own:
             out = make()
@@ -222,7 +223,7 @@ class Method:
                                           e.config.apply.choice_rationale == "after"))
                 except LLMError as err:  # one failed answer, not a failed run
                     return failed_answer(err)
-        return self.without_evidence(("answer", question, tuple(options.items()), loglik, cot), make)
+        return self.without_evidence(("answer", question, tuple(options.items()), self.answer_mode, cot), make)
 
     def scores_without(self, question: str, options: dict[str, str]) -> tuple[dict[str, float], str]:
         """The option letters' log-probabilities without evidence (one prefill per option), once per question."""
