@@ -109,7 +109,8 @@ class AppraiseConfig(Section):
     # the floor is waived for that answer (a note says so), so the context is not one near-floor
     # passage. 0 = never waived. Issue 35 (bench/README.md, "Thin contexts"): on the report cells
     # medr2's generated answers fell behind vanilla RAG's only where its context held at most one
-    # passage. Dev choice: see bench/results/eval/thin-dev.
+    # passage. Dev choice (bench/results/eval/thin-dev, 23 xmedbench_dev questions with a thin
+    # context): the floor off gave 10 right against 12 as it is, so 0.
     floor_min_passages: int = Field(0, ge=0)
     levels: dict[str, int] = Field(default_factory=_default_levels)
 

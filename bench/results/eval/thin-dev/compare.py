@@ -32,7 +32,7 @@ def main() -> int:
              "without evidence (direct)": load(GEN, "direct"), "vanilla RAG's context": load(GEN, "vanilla_rag")}
     base = rules["medr2 as it is"]
     keys = sorted(k for k, r in base.items() if len(r["context"]) <= 1 and all(k in v for v in rules.values()))
-    other = sorted(k for k, r in base.items() if len(r["context"]) > 1 and all(k in v for v in rules.values()))
+    other = sorted(k for k, r in base.items() if len(r["context"]) > 1)
     missing = sum(len(r["context"]) <= 1 and not all(k in v for v in rules.values()) for k, r in base.items())
     lines = [f"# Thin contexts on dev (thin-dev/run.sh, compare.py)", "",
              f"{len(base)} dev questions answered by medr2; its context held at most one passage for "
