@@ -33,8 +33,7 @@ from medr2.appraise.doc_type import doc_type_fit
 from medr2.appraise.evidence_level import EvidenceLeveler, f_h
 from medr2.appraise.fine import fine_score
 from medr2.appraise.order import (ORDERS, apply_floor, empty_context_note, missing_relevance_note, paper_order,
-                                   waived_floor_note,
-                                  relevance_order)
+                                  relevance_order, under_floor, waived_floor_note)
 from medr2.appraise.usefulness import UsefulnessScorer
 from medr2.formulate.labels import DOC_TYPES
 from medr2.llm.base import LLMError, stage
@@ -145,7 +144,7 @@ class Appraiser:
         return rows, found
 
     def below_floor(self, r: EvidenceRow) -> bool:
-        return self.order == "relevance" and r.relevance is not None and r.relevance < self.relevance_floor
+        return self.order == "relevance" and under_floor(r, self.relevance_floor)
 
     def ordered(self, rows: list[EvidenceRow], notes: list[str], min_kept: int = 0) -> list[EvidenceRow]:
         """The rows in the fine order; in the relevance order, those under the floor marked dropped

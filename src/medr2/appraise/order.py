@@ -101,17 +101,22 @@ def apply_floor(rows: list[EvidenceRow], floor: float, min_kept: int = 0) -> int
         return 0
     n = 0
     for r in rows:
-        if r.relevance is not None and r.relevance < floor:
+        if under_floor(r, floor):
             r.kept = False
             r.reason = f"{NOT_RELEVANT} (relevance {r.relevance:.2f} < floor {floor:.2f})"
             n += 1
     return n
 
 
+def under_floor(r: EvidenceRow, floor: float) -> bool:
+    """Whether the floor drops this row (a row without a relevance score never is)."""
+    return r.relevance is not None and r.relevance < floor
+
+
 def floor_waived(rows: list[EvidenceRow], floor: float, min_kept: int) -> bool:
     """Whether the floor would leave fewer than ``min_kept`` rows (and drop at least one): then
     it is waived."""
-    below = sum(r.relevance is not None and r.relevance < floor for r in rows)
+    below = sum(under_floor(r, floor) for r in rows)
     return bool(below) and len(rows) - below < min_kept
 
 
@@ -119,7 +124,7 @@ def waived_floor_note(rows: list[EvidenceRow], floor: float, min_kept: int) -> O
     """The note when the floor was waived (None otherwise)."""
     if not floor_waived(rows, floor, min_kept):
         return None
-    above = sum(r.relevance is None or r.relevance >= floor for r in rows)
+    above = sum(not under_floor(r, floor) for r in rows)
     return (f"the relevance floor ({floor:.2f}) would leave {above} passage(s), fewer than "
             f"appraise.floor_min_passages ({min_kept}): it is waived for this answer, so passages under it "
             "may reach the context (they take no part in conflicts)")
