@@ -240,6 +240,8 @@ class Recommendation(_Model):
     direction: str = "neutral"  # for, against, neutral
     population: Optional[str] = None
     section: Optional[str] = None  # the heading it sits under in its guideline ("Management of Severe CDI")
+    # a list's lead-in whose items were read from the next passages of its document: their TextIDs
+    continued_in: list[str] = Field(default_factory=list)
     relevance: Optional[float] = None
     covers: list[str] = Field(default_factory=list)  # parts of the question it covers
 

@@ -239,3 +239,33 @@ def test_a_heading_ends_the_bullet_above_it_and_a_wrapped_line_is_no_heading():
     (w,) = extract("- Patients with severe CDI should be treated with oral\nVancomycin 125 mg four times daily\n"
                    "rather than metronidazole (strong recommendation).")
     assert "Vancomycin 125 mg four times daily" in w.statement and w.section is None
+
+
+def test_a_lead_in_that_ends_its_passage_takes_its_items_from_the_next_passages():
+    """The list a passage's last recommendation opens is read from the passages after it
+    (``following``); the quote holds the items and names the passages they come from."""
+    ev = [EvidenceItem(1, "p-lead", "Chest pain", "guideline", 3, "Consider resting echocardiography if the person has:")]
+    after = {"p-lead": [("p-i1", "- a heart murmur"), ("p-i2", "- signs of heart failure"), ("p-x", "Offer an ECG.")]}
+    asked = []
+
+    def following(ids):
+        asked.append(list(ids))
+        return {i: after[i] for i in ids if i in after}
+    r = Recommender(RecommendConfig(overlap_weight=0.0), scorer_for(lambda t: 0.9), following=following)
+    (rec,) = r.answer("When should I consider echocardiography?", ev).recommendations
+    assert rec.statement == "Consider resting echocardiography if the person has: a heart murmur; signs of heart failure."
+    assert rec.continued_in == ["p-i1", "p-i2"] and rec.passage_id == "p-lead" and asked == [["p-lead"]]
+    # a passage whose list ends before the passage does asks nothing
+    asked.clear()
+    done = [EvidenceItem(1, "p-full", "Chest pain", "guideline", 3,
+                         "Consider an echo if the person has:\n- a murmur\nOffer an ECG first.")]
+    recs = r.answer("When should I consider echocardiography?", done).recommendations
+    assert any(x.statement == "Consider an echo if the person has: a murmur." for x in recs) and asked == []
+    # a list cut in the middle goes on with the next passage's items ("; AND" joins no clause)
+    cut = [EvidenceItem(1, "p-cut", "AF", "guideline", 3, "Anticoagulants should be considered for patients with AF and:"
+                        "\n - Who have a CHADS2 score of 1 or more; AND")]
+    after["p-cut"] = [("p-c2", "- Who cannot achieve adequate anticoagulation with warfarin"), ("p-c3", "Of note")]
+    (rec,) = r.answer("Which patients with AF should get anticoagulants?", cut).recommendations
+    assert rec.statement == ("Anticoagulants should be considered for patients with AF and: Who have a CHADS2 score of "
+                             "1 or more; Who cannot achieve adequate anticoagulation with warfarin.")
+    assert rec.continued_in == ["p-c2"]

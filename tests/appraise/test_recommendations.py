@@ -3,7 +3,8 @@ headers, qualifiers that stay with their statement, direction and population."""
 
 import pytest
 
-from medr2.appraise.recommendations import extract, header_grade, parse_grade, population_of
+from medr2.appraise.recommendations import (continued, extract, header_grade, lead_items, parse_grade, population_of,
+                                             with_items)
 
 
 @pytest.mark.parametrize("text, grade, strength", [
@@ -121,3 +122,46 @@ def test_descriptions_of_practice_and_justifications_are_not_recommendations():
     assert extract("Justification: There is no direct evidence that screening is effective here.") == []
     (s,) = extract("Statins are widely used, and should be offered to adults at high risk (Grade A).")
     assert s.grade == "Grade A"
+
+
+def test_a_list_lead_in_keeps_its_items():
+    """A recommendation that introduces a list ("... if the person has:") is quoted with its items;
+    a recommendation after the list is a statement of its own, not the last item's continuation."""
+    got = extract("Consider resting echocardiography if the person has:\n- a heart murmur, or\n"
+                  "- signs of heart failure\nDo not offer nitrates routinely.")
+    assert [s.statement for s in got] == [
+        "Consider resting echocardiography if the person has: a heart murmur; signs of heart failure.",
+        "Do not offer nitrates routinely."]
+
+
+def test_a_list_of_actions_stays_with_its_condition_and_its_grade():
+    """Items that are actions ("If stable (II-D): - Consider other diagnoses.") belong to the
+    condition; a grade written on the last item grades the whole list; a nested lead-in ends the
+    list."""
+    (s,) = extract("If hemodynamically stable, with no positive findings (II-D):\n - Consider other diagnoses.\n"
+                   " - Repeat imaging in 2 to 3 weeks if pain persists.")
+    assert s.statement == ("If hemodynamically stable, with no positive findings (II-D): Consider other diagnoses; "
+                           "Repeat imaging in 2 to 3 weeks if pain persists.") and s.grade == "II-D"
+    got = extract("- Women who do not wish to conceive should be offered EC after:\n- unprotected intercourse\n"
+                  "- sexual assault (Grade B)\n- Offer LNG within 72 hours (Grade A).")
+    assert [(s.statement, s.grade) for s in got] == [
+        ("Women who do not wish to conceive should be offered EC after: unprotected intercourse; sexual assault "
+         "(Grade B).", "Grade B"), ("Offer LNG within 72 hours (Grade A).", "Grade A")]
+    first, second = extract("If imaging shows an abscess (I-C):\n- Give antibiotics now.\n"
+                            "- Obtain a neurosurgical consult.\nIf imaging shows osteomyelitis (I-C):\n"
+                            "- Hold antibiotics until the biopsy.")
+    assert first.statement.endswith("Give antibiotics now; Obtain a neurosurgical consult.")
+    assert second.statement == "If imaging shows osteomyelitis (I-C): Hold antibiotics until the biopsy."
+
+
+def test_a_list_cut_from_its_lead_in_is_read_from_the_next_passages():
+    """Segmentation may end a passage at the lead-in and put each item in a passage of its own:
+    the items are read on while a whole passage is items of the list's kind (bullets only)."""
+    items, used = lead_items(["- a heart murmur", " - signs of heart failure\nOffer an ECG before the echo.",
+                              "- chest pain"])
+    assert (items, used) == (["a heart murmur", "signs of heart failure"], 2)
+    assert lead_items(["Before ordering the echocardiogram, carry out an ECG."]) == ([], 0)
+    lead = extract("Consider resting echocardiography if the person has:")[0]
+    s = continued(lead, items, ["p2", "p3"])
+    assert s.statement.endswith("has: a heart murmur; signs of heart failure.") and s.continued_in == ["p2", "p3"]
+    assert with_items("Use these scores:", []) == "Use these scores:"

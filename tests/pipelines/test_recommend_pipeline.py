@@ -2,6 +2,7 @@
 --json`` carries the recommendations and the uncovered parts; evidence without recommendations
 keeps the quoted-sentence answer; the render shows grades and citations."""
 
+import itertools
 import json
 
 import numpy as np
@@ -136,6 +137,26 @@ def test_the_abstention_reads_similarity_only_with_the_encoder_it_was_chosen_for
         e.close()
 
 
+def test_the_engine_reads_the_passages_after_a_passage_under_the_same_headings(demo_index_dir):
+    """Engine.next_texts on the real demo index: for a passage, the passages after it in its
+    document while their headings are its own, nearest first (where a list cut from its lead-in
+    goes on)."""
+    from medr2.pipelines.engine import Engine
+
+    e = Engine.open(demo_index_dir, Config(), generator="none")
+    try:
+        ps = e.index.store.doc_passages("demo:guideline-hypertension")
+        i = next(i for i in range(len(ps) - 2) if ps[i].heading_path == ps[i + 1].heading_path)
+        run = [q for q in itertools.takewhile(lambda q: q.heading_path == ps[i].heading_path, ps[i + 1:i + 3])]
+        got = e.next_texts([ps[i].passage_id, "no-such-passage"], n=2)
+        assert got == {ps[i].passage_id: [(q.passage_id, q.text) for q in run]}
+        assert ps[-1].passage_id not in e.next_texts([ps[-1].passage_id])  # the document's last passage
+        last = max(j for j in range(len(ps) - 1) if ps[j].heading_path != ps[j + 1].heading_path)
+        assert e.next_texts([ps[last].passage_id]) == {}  # the next passage is under other headings
+    finally:
+        e.close()
+
+
 def test_the_engine_gives_the_generator_path_its_own_selection():
     """Engine._recommender on a stand-in engine: without a generator the extractive selection,
     with one the ``llm_*`` selection (``RecommendConfig.for_generator``)."""
@@ -146,7 +167,7 @@ def test_the_engine_gives_the_generator_path_its_own_selection():
     cfg = Config()
     cfg.recommend.max_items, cfg.recommend.llm_max_items = 4, 2
     fake = SimpleNamespace(config=cfg, searcher=SimpleNamespace(reranker=None), index=SimpleNamespace(config=cfg),
-                           previous_texts=lambda ids: {}, generator=None)
+                           previous_texts=lambda ids: {}, next_texts=lambda ids: {}, generator=None)
     assert Engine._recommender(fake).c.max_items == 4
     fake.generator = object()  # plumbing stand-in: only its presence is read
     assert Engine._recommender(fake).c.max_items == 2
@@ -185,3 +206,17 @@ def test_the_section_a_recommendation_sits_under_reaches_json_and_the_render():
     assert rec.statement.startswith("Metformin should be stopped")  # the heading is not quoted as advice
     assert json.loads(res.model_dump_json())["recommendations"][0]["section"] == "Renal Function and Metformin"
     assert '[1] Renal Function and Metformin: "Metformin should be stopped' in "\n".join(answer_lines(res, explain=False))
+
+
+def test_a_list_read_from_the_next_passages_is_shown_with_where_it_goes_on():
+    """A lead-in that ends its passage: ``ask --json`` quotes it with the items of the passages
+    after it and names them (``continued_in``); the text render and the answer's notes say so."""
+    lead = hit("g4", "guideline", 0.9, "- Metformin should be stopped in people who have:")
+    e = engine([lead])
+    e.recommender.following = lambda ids: {"g4": [("g5", "- an eGFR below 30 mL/min"), ("g6", "- lactic acidosis")]}
+    res = Pipeline(e, "vanilla_rag").run(Q)
+    (rec,) = res.recommendations
+    assert rec.statement == "Metformin should be stopped in people who have: an eGFR below 30 mL/min; lactic acidosis."
+    assert json.loads(res.model_dump_json())["recommendations"][0]["continued_in"] == ["g5", "g6"]
+    assert "[1]'s list goes on in g5, g6" in "\n".join(answer_lines(res, explain=False))
+    assert any("list's lead-in ends its passage" in n for n in res.notes)

@@ -48,7 +48,8 @@ import numpy as np
 
 from medr2.apply.answer import Answer, EvidenceItem
 from medr2.apply.focus import content_words, overlap_scores
-from medr2.appraise.recommendations import Statement, advice_section, extract, header_grade, section_heading
+from medr2.appraise.recommendations import (Statement, advice_section, continued, extract, header_grade, lead_items,
+                                             section_heading)
 from medr2.config import RecommendConfig
 from medr2.schema import Recommendation
 
@@ -102,18 +103,23 @@ class Recommender:
 
     def __init__(self, config: RecommendConfig, scorer: Optional[Scorer] = None,
                  previous: Optional[Callable[[list[str]], dict[str, list[str]]]] = None,
-                 similarity: Optional[Scorer] = None):
+                 similarity: Optional[Scorer] = None,
+                 following: Optional[Callable[[list[str]], dict[str, list[tuple[str, str]]]]] = None):
         """``scorer``: calibrated relevance of texts to a question (medr2's cross-encoder), or None
         for term overlap. ``previous``: for the passage ids given, the texts before each in its
         document under the same headings (nearest last), for a list header's grade and the section
         heading a statement sits under; None reads none. ``similarity``:
         cosine of the question and each text in the index's embedding space (the abstention's
         second signal), or None when the index's encoder is not the one ``abstain_dense_model``
-        names."""
+        names. ``following``: for the passage ids given, (passage id, text) of the next passages in
+        its document under the same headings, nearest first, where a list's lead-in that ends a
+        passage finds its items; None reads none."""
         self.c, self.scorer, self.previous, self.similarity = config, scorer, previous, similarity
+        self.following = following
 
     def candidates(self, evidence: Sequence[EvidenceItem]) -> list[tuple[EvidenceItem, Statement]]:
         read = [(e, extract(e.text)) for e in evidence if advice_section(e.heading_path)]
+        self.continue_lists(read)
         wanted = [e.passage_id for e, stmts in read
                   if stmts and (self.c.section_headings or any(s.grade is None for s in stmts))]
         before = self.previous(wanted) if (wanted and self.previous is not None and self.c.header_lookback) else {}
@@ -135,6 +141,18 @@ class Recommender:
                     seen.add(key)
                     out.append((e, s))
         return out
+
+    def continue_lists(self, read: list[tuple[EvidenceItem, list[Statement]]]) -> None:
+        """A passage that ends inside a list ("... if the person has:", and maybe some items): the
+        list takes the items that open the next passages of its document (in place)."""
+        open_ = {e.passage_id: i for i, (e, stmts) in enumerate(read) if stmts and stmts[-1].open_list}
+        if not open_ or self.following is None:
+            return
+        for pid, after in self.following(list(open_)).items():
+            stmts = read[open_[pid]][1]
+            items, used = lead_items([text for _, text in after], stmts[-1].items)
+            if items:
+                stmts[-1] = continued(stmts[-1], items, [p for p, _ in after[:used]])
 
     def mix(self, question: str, texts: Sequence[tuple[Optional[str], str, Optional[str]]]) -> np.ndarray:
         """Relevance of (title, statement, section) texts to a question: (1 - ``overlap_weight``) x
@@ -200,7 +218,7 @@ class Recommender:
             recs.append(Recommendation(
                 n=e.n, passage_id=e.passage_id, title=e.title, statement=s.statement, grade=s.grade,
                 strength=s.strength, direction=s.direction, population=s.population, section=s.section,
-                relevance=round(float(rel[i]), 4)))
+                continued_in=s.continued_in, relevance=round(float(rel[i]), 4)))
         self.coverage(parts, recs)
         covered = {p for r in recs for p in r.covers}
         return RecommendationAnswer(recs, parts, [p for p in parts if p not in covered], False, len(cands))
@@ -278,9 +296,11 @@ def as_answer(ra: RecommendationAnswer, n_passages: int) -> Answer:
         lines.append("These recommendations do not cover: " + " / ".join(f'"{p}"' for p in ra.uncovered) + ".")
     cited = list(dict.fromkeys(r.n for r in ra.recommendations))
     ids = list(dict.fromkeys(r.passage_id for r in ra.recommendations))
+    cont = [f"[{r.n}]'s list items from {', '.join(r.continued_in)}" for r in ra.recommendations if r.continued_in]
     return Answer("\n".join(lines), "", ids, cited, False, EXTRACTIVE,
                   [f"no LLM: {len(ra.recommendations)} applicable recommendation(s) of {ra.searched} read, quoted "
-                   "with their grades (medr2.apply.recommend)"],
+                   "with their grades (medr2.apply.recommend)"]
+                  + [f"a list's lead-in ends its passage: {'; '.join(cont)} (the passages after it)"] * bool(cont),
                   recommendations=list(ra.recommendations), uncovered=list(ra.uncovered))
 
 

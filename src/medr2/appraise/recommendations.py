@@ -9,25 +9,7 @@ what the guideline could not recommend. The sentences that follow it in the same
 not start a statement of their own are its qualifiers and stay with it ("These agents should
 only be considered when ..."). Labels such as "Recommendation." or "R3:" are dropped.
 
-Grades are read from the wording of the common schemes (the mapping to a strength is ours, from
-each scheme's published definitions):
-
-=====================================  =========================================================
-scheme (how it is written)             strength
-=====================================  =========================================================
-GRADE: "strong/conditional/weak        strong; conditional and weak are ``weak``
-recommendation, low-quality evidence"
-GRADE codes "1A".."2C", Endocrine      1 ``strong``, 2 ``weak``
-Society "(1|++OO)"
-ACC/AHA "Class I/IIa/IIb/III,          I ``strong``, IIa ``moderate``, IIb ``weak``, III
-Level A"                               ``strong`` (a firm "no benefit" or "harm")
-Levels / grades "Level A", "Grade B",  A or I or 1 ``strong``, B or II or 2 ``moderate``, C/D
-"Level II", USPSTF "B recommendation"  or III/IV ``weak``; U and USPSTF "I statement"
-                                       ``insufficient``
-bracketed "[IA]", "(I-C)", "II-2D"     the letter: A ``strong``, B ``moderate``, C-E ``weak``
-"GPP", good practice point, expert     ``consensus``
-opinion, consensus
-=====================================  =========================================================
+Grades and their strengths are read by :mod:`medr2.appraise.grades`.
 
 Example::
 
@@ -43,62 +25,12 @@ Example::
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Callable, Optional
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
 
+from medr2.appraise.grades import STRENGTH_RANK, STRENGTHS, parse_grade  # noqa: F401 (re-exported)
 from medr2.kg.extract.structured import polarity_of
 from medr2.util.sentences import sentences
-
-STRENGTHS = ("strong", "moderate", "weak", "consensus", "insufficient")
-# order of a recommendation list: stronger first; an ungraded statement ranks by its wording
-STRENGTH_RANK = {"strong": 4, "moderate": 3, "consensus": 2.5, "weak": 2, "insufficient": 0}
-
-_LETTER = {"A": "strong", "B": "moderate", "C": "weak", "D": "weak", "E": "weak", "U": "insufficient"}
-_ROMAN = {"I": "strong", "II": "moderate", "III": "weak", "IV": "weak"}
-_DIGIT = {"1": "strong", "2": "moderate", "3": "weak", "4": "weak"}
-_NOT_A_GRADE = r"(?!\s*(?:stud|trial|article|paper|report|data\b|patients?\b))"
-
-# (pattern, strength of the match) in the order tried; the first match in the statement wins
-# wording-only grades ("strongly recommends", "consensus") count only when no tag is present
-_GRADES: list[tuple[re.Pattern, Callable[[re.Match], str], bool]] = []
-
-
-def _grade(pattern: str, strength: Callable[[re.Match], str], wording: bool = False) -> None:
-    _GRADES.append((re.compile(pattern, re.I), strength, wording))
-
-
-# GRADE wording, with the quality of evidence when it follows
-_grade(r"\b(strong|weak|conditional|moderate|discretionary)\s+recommendations?"
-       r"(?:\s*(?:[,;]|based on|with)\s*(?:an?\s+)?(?:(?:very\s+)?(?:high|moderate|low)(?:[- ]quality|[- ]level)?"
-       r"(?:\s+(?:of\s+)?evidence|\s+quality\s+of\s+evidence|\s+level\s+of\s+evidence)?|"
-       r"(?:evidence\s+level|level\s+of\s+evidence|quality\s+of\s+evidence)\s*:?\s*[A-D1-4]\b))?",
-       lambda m: {"strong": "strong", "moderate": "moderate"}.get(m.group(1).lower(), "weak"))
-# ACC/AHA class with its level of evidence
-_grade(r"\bClass\s+(III|IIa|IIb|II|I|IV)\b" + _NOT_A_GRADE + r"(?:\s*[,;(]?\s*(?:Level(?:\s+of\s+Evidence)?\s*:?\s*)"
-       r"([A-C](?:-[A-Z]{1,3})?))?\)?",
-       lambda m: {"I": "strong", "IIA": "moderate", "IIB": "weak", "II": "moderate", "III": "strong",
-                  "IV": "weak"}[m.group(1).upper()])
-# Endocrine Society: (1|++OO), (2|+OOO)
-_grade(r"\(\s*([12])\s*\|\s*[+O⊕○]{2,4}\s*\)", lambda m: _DIGIT[m.group(1)])
-# USPSTF statements
-_grade(r"\bI\s+statement\b", lambda m: "insufficient")
-_grade(r"\b(?:grade\s+)?([A-D])\s+recommendation\b", lambda m: _LETTER[m.group(1).upper()])
-# named levels and grades: Level A, Grade B, Level II, Level 1, Level of evidence: C
-_grade(r"\b(?:Level|Grade|Strength(?:\s+of\s+recommendation)?|SOR)\s*(?:of\s+evidence\s*)?[:=]?\s*"
-       r"(I{1,3}V?|IV|[A-DU]|[1-4])(?:[abc+]|-[abc1-3])?(?!\w)" + _NOT_A_GRADE,
-       lambda m: (_ROMAN.get(m.group(1).upper()) or _LETTER.get(m.group(1).upper()) or _DIGIT[m.group(1)]))
-# GRADE codes 1A..2C in brackets or parentheses
-_grade(r"[\[(]\s*([12])\s*([A-D])\s*[\])]", lambda m: _DIGIT[m.group(1)] if m.group(1) == "1" else "weak")
-# evidence class + letter grade in brackets or parentheses: [IA], [IIb-B], (I-C), (II-2D)
-_grade(r"[\[(]\s*(?:I{1,3}|IV)(?:-?[1-3]|[ab])?\s*-?\s*([A-E])\s*[\])]", lambda m: _LETTER[m.group(1).upper()])
-_grade(r"\b(?:I{1,3}|IV)-[1-3]\s*([A-E])\b", lambda m: _LETTER[m.group(1).upper()])
-# a single letter grade in brackets at the end of a statement: "... prevent ARF [D]."
-_grade(r"\[\s*([A-D])\s*\]\s*\.?$", lambda m: _LETTER[m.group(1).upper()])
-# GRADE's wording without a tag: "the panel strongly recommends"
-_grade(r"\bstrongly\s+(?:recommend(?:s|ed)?|advise[sd]?)\b", lambda m: "strong", wording=True)
-# consensus statements
-_grade(r"\b(?:GPP|good practice point|expert opinion|consensus(?:[- ]based)?(?:\s+recommendation)?)\b",
-       lambda m: "consensus", wording=True)
 
 _DIRECTIVE = re.compile(
     r"(?i)\b(?:should|must|shall|recommend(?:s|ed|ation)?|suggest(?:s|ed)?|advise[sd]?|"
@@ -186,6 +118,13 @@ class Statement:
     firm: bool  # firm wording ("should", "is recommended") rather than conditional ("may")
     # the heading it sits under: in its passage (extract), else before it in its document (section_heading)
     section: Optional[str] = None
+    # a list's lead-in whose items segmentation put in the next passages: those passages (TextIDs)
+    continued_in: list[str] = field(default_factory=list)
+    # a list ("... if the person has: a murmur; ..."): its lead-in as written and its items; open
+    # when the items run to the end of the passage (the list may go on in the next one)
+    lead_in: Optional[str] = None
+    items: list[str] = field(default_factory=list)
+    open_list: bool = False
 
     @property
     def rank(self) -> float:
@@ -194,29 +133,6 @@ class Statement:
         if self.strength is not None:
             return STRENGTH_RANK[self.strength]
         return 2.75 if self.firm else 1.5
-
-
-def parse_grade(text: str) -> tuple[Optional[str], Optional[str]]:
-    """(grade as written, normalised strength) of the first grade tag in ``text``; (None, None)
-    when it holds none.
-
-    >>> parse_grade("Thymectomy is an option (Class II).")
-    ('Class II', 'moderate')
-    >>> parse_grade("Offer preoperative blockade. (1|++OO)")
-    ('1|++OO', 'strong')
-    >>> parse_grade("On the basis of 2 Class I studies, quinine is effective.")
-    (None, None)
-    """
-    for wording in (False, True):
-        best = None
-        for pattern, strength, is_wording in _GRADES:
-            m = pattern.search(text) if is_wording == wording else None
-            if m and (best is None or m.start() < best[0].start()):
-                best = (m, strength)
-        if best is not None:
-            m, strength = best
-            return m.group(0).strip(" ()[].").strip(), strength(m)
-    return None, None
 
 
 def population_of(statement: str) -> Optional[str]:
@@ -233,10 +149,14 @@ def population_of(statement: str) -> Optional[str]:
     return " ".join(m.group(1).split()) if m else None
 
 
+def directs(sentence: str) -> bool:
+    """Whether a sentence directs care or reports a finding on the evidence (its wording)."""
+    return bool(_DIRECTIVE.search(sentence)) or bool(_IMPERATIVE.match(_LABEL.sub("", sentence).strip()))
+
+
 def is_recommendation(sentence: str) -> bool:
     """Whether a sentence directs care, reports a finding on the evidence, or carries a grade."""
-    return (bool(_DIRECTIVE.search(sentence)) or bool(_IMPERATIVE.match(_LABEL.sub("", sentence).strip()))
-            or parse_grade(sentence)[0] is not None)
+    return directs(sentence) or parse_grade(sentence)[0] is not None
 
 
 def _units(text: str) -> list[tuple[Optional[str], str]]:
@@ -253,7 +173,8 @@ def _units(text: str) -> list[tuple[Optional[str], str]]:
         if i in heads:
             section, fresh = _SECTION_NUMBER.sub("", ln.strip()), True
             continue
-        if bulleted and out and not fresh and not _BULLET.match(ln) and not _STARTS_OWN.match(ln.strip()):
+        if (bulleted and out and not fresh and not _BULLET.match(ln) and not _STARTS_OWN.match(ln.strip())
+                and not opens_unit(ln)):
             out[-1] = (out[-1][0], out[-1][1].rstrip() + " " + ln.strip())
         else:
             out.append((section, ln.strip()))
@@ -268,8 +189,15 @@ def extract(text: str, max_follow: int = 2) -> list[Statement]:
     A following sentence that directs care itself ("They should only be used after ...") also
     stays with it when it starts with a pronoun that refers back."""
     out: list[Statement] = []
-    for section, unit in _units(text):
-        unit = _TRAILER.sub("", _LABEL.sub("", unit)).strip()
+    lead: Optional[tuple[int, list[str]]] = None  # an open list: (its lead-in's index in out, its items)
+    for section, raw in _units(text):
+        unit = _TRAILER.sub("", _LABEL.sub("", raw)).strip()
+        if lead is not None:
+            if section == out[lead[0]].section and len(lead[1]) < MAX_LIST_ITEMS and list_item(raw, unit, lead[1]):
+                lead[1].append(unit)
+                continue
+            out[lead[0]] = as_list(out[lead[0]].statement, lead[1], out[lead[0]].section)
+            lead = None
         if not unit or _STARTS_OWN.match(unit):
             continue
         current: list[str] = []
@@ -289,7 +217,92 @@ def extract(text: str, max_follow: int = 2) -> list[Statement]:
                 follow += 1
         if current:
             out.append(_statement(" ".join(current), section))
+            if is_lead_in(current[-1]):
+                lead = (len(out) - 1, [])
+    if lead is not None:  # the passage ends inside the list
+        out[lead[0]] = as_list(out[lead[0]].statement, lead[1], out[lead[0]].section, open_list=True)
     return [s for s in out if _is_advice(s.statement)]
+
+
+MAX_LIST_ITEMS = 12  # items a list's lead-in takes at most
+
+
+def is_lead_in(statement: str) -> bool:
+    """A recommendation that introduces a list ("Consider echocardiography if the person has:")."""
+    return statement.rstrip().endswith(":")
+
+
+def opens_unit(line: str) -> bool:
+    """A capitalised line that starts a recommendation of its own with an imperative ("Do not
+    offer nitrates.") or opens a list ("If imaging shows an abscess (I-C):"): after a bullet it
+    is not the bullet's hard-wrapped continuation."""
+    s = line.strip()
+    return bool(s) and s[0].isupper() and (bool(_IMPERATIVE.match(s)) or s.endswith(":"))
+
+
+def list_item(raw: str, unit: str, items: list[str], bullet_only: bool = False) -> bool:
+    """Whether a unit goes on the list a lead-in opened, after ``items``: a bullet (or, unless
+    ``bullet_only``, a short line) that opens no list of its own, of the list's kind: the first
+    item decides whether the items are actions ("If stable: - Consider other diagnoses.") or
+    conditions ("if the person has: - a heart murmur"), and a unit of the other kind (a
+    recommendation after the list) ends it."""
+    if not unit or unit.endswith(":") or _STARTS_OWN.match(unit):
+        return False
+    if not (_BULLET.match(raw) or (not bullet_only and len(unit.split()) <= 25)):
+        return False
+    return not items or directs(unit) == directs(items[0])
+
+
+def lead_items(texts: Sequence[str], before: Sequence[str] = ()) -> tuple[list[str], int]:
+    """The items a list goes on with in the passages after its own (segmentation may cut a
+    lead-in from its list, cut a list, or put each item in a passage of its own): the leading
+    bullets of the list's kind (:func:`list_item`; ``before``: the items its own passage held),
+    before any heading, other line or lead-in, read on into the next text while a whole text is
+    items. Returns the new items and how many texts held them.
+
+    >>> lead_items(["- a heart murmur", "- signs of heart failure\\nOffer aspirin.", "- chest pain"])
+    (['a heart murmur', 'signs of heart failure'], 2)
+    """
+    out: list[str] = []
+    used = 0
+    for text in texts:
+        whole, n = True, len(out)
+        for section, raw in _units(text):
+            unit = _TRAILER.sub("", _LABEL.sub("", raw)).strip()
+            if (section is not None or len(before) + len(out) >= MAX_LIST_ITEMS
+                    or not list_item(raw, unit, [*before, *out], bullet_only=True)):
+                whole = False
+                break
+            out.append(unit)
+        used += len(out) > n
+        if not whole or len(out) == n:
+            break
+    return out, used
+
+
+def as_list(lead_in: str, items: list[str], section: Optional[str], open_list: bool = False) -> Statement:
+    """The statement of a lead-in and its items (read as one: an item may carry the list's grade)."""
+    s = _statement(with_items(lead_in, items), section)
+    s.lead_in, s.items, s.open_list = lead_in, list(items), open_list
+    return s
+
+
+def continued(statement: Statement, items: list[str], passage_ids: list[str]) -> Statement:
+    """A list that goes on in the next passages, with their items and the passages they come from."""
+    out = as_list(statement.lead_in or statement.statement, statement.items + items, statement.section)
+    out.continued_in = list(passage_ids)
+    return out
+
+
+def with_items(lead_in: str, items: list[str]) -> str:
+    """A lead-in with its list's items, one clause each ("... has: a murmur; signs of heart failure.").
+
+    >>> with_items("Use these scores:", ["Blatchford score at first assessment, and", "Full Rockall score"])
+    'Use these scores: Blatchford score at first assessment; Full Rockall score.'
+    """
+    clean = [re.sub(r"(?i)(?:[,;.]\s*(?:and|or)?|\s+(?:and|or))\s*$", "", " ".join(x.split())) for x in items]
+    clean = [x for x in clean if x]
+    return f"{lead_in.rstrip()} {'; '.join(clean)}." if clean else lead_in
 
 
 def _is_advice(statement: str) -> bool:

@@ -14,6 +14,7 @@ Example (an empty index, no generator: the coarse order is the fused one)::
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Optional
 
@@ -22,6 +23,7 @@ from medr2.apply.context import token_counter
 from medr2.apply.focus import SentenceFocus
 from medr2.apply.recommend import Recommender
 from medr2.appraise.appraiser import Appraiser
+from medr2.appraise.recommendations import MAX_LIST_ITEMS
 from medr2.appraise.conflicts import LLMConflicts, RuleConflicts
 from medr2.appraise.doc_type import doc_typer_for
 from medr2.appraise.evidence_level import EvidenceLeveler
@@ -88,7 +90,7 @@ class Engine:
             def similarity(question, texts):
                 enc = self.index.encoder
                 return enc.encode_passages(texts) @ enc.encode_query(question)
-        return Recommender(c, scorer, self.previous_texts, similarity)
+        return Recommender(c, scorer, self.previous_texts, similarity, self.next_texts)
 
     def previous_texts(self, passage_ids: list[str]) -> dict[str, list[str]]:
         """For each passage, the texts before it in its document's part under the same headings
@@ -108,6 +110,24 @@ class Engine:
                 if p.passage_id in wanted:
                     out[p.passage_id] = list(texts)
                 texts.append(p.text)
+        return out
+
+    def next_texts(self, passage_ids: list[str], n: int = MAX_LIST_ITEMS) -> dict[str, list[tuple[str, str]]]:
+        """For each passage, (passage id, text) of the next ``n`` passages in its document under the
+        same headings, nearest first (where a list cut from its lead-in by segmentation goes on; an
+        item may be a passage of its own, so as many passages as a list takes items);
+        passages that end their part are left out. Each document is read once."""
+        store = self.index.store
+        rids = [r for r in (store.rowid_of(p) for p in passage_ids) if r is not None]
+        docs = {m["doc_id"] for m in store.passages(rids).values()}
+        wanted, out = set(passage_ids), {}
+        for doc in docs:
+            ps = store.doc_passages(doc)
+            for i, a in enumerate(ps):
+                if a.passage_id in wanted:
+                    after = list(itertools.takewhile(lambda b: b.heading_path == a.heading_path, ps[i + 1:i + 1 + n]))
+                    if after:
+                        out[a.passage_id] = [(b.passage_id, b.text) for b in after]
         return out
 
     def _focus(self, keep: int) -> Optional[SentenceFocus]:

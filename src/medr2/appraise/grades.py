@@ -1,0 +1,102 @@
+"""Guideline grades as written, and the strength each stands for (issue 36): the grade tag or
+wording of a recommendation and its normalised strength. Pure functions over text.
+
+Grades are read from the wording of the common schemes (the mapping to a strength is ours, from
+each scheme's published definitions):
+
+=====================================  =========================================================
+scheme (how it is written)             strength
+=====================================  =========================================================
+GRADE: "strong/conditional/weak        strong; conditional and weak are ``weak``
+recommendation, low-quality evidence"
+GRADE codes "1A".."2C", Endocrine      1 ``strong``, 2 ``weak``
+Society "(1|++OO)"
+ACC/AHA "Class I/IIa/IIb/III,          I ``strong``, IIa ``moderate``, IIb ``weak``, III
+Level A"                               ``strong`` (a firm "no benefit" or "harm")
+Levels / grades "Level A", "Grade B",  A or I or 1 ``strong``, B or II or 2 ``moderate``, C/D
+"Level II", USPSTF "B recommendation"  or III/IV ``weak``; U and USPSTF "I statement"
+                                       ``insufficient``
+bracketed "[IA]", "(I-C)", "II-2D"     the letter: A ``strong``, B ``moderate``, C-E ``weak``
+"GPP", good practice point, expert     ``consensus``
+opinion, consensus
+=====================================  =========================================================
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Optional
+
+STRENGTHS = ("strong", "moderate", "weak", "consensus", "insufficient")
+# order of a recommendation list: stronger first; an ungraded statement ranks by its wording
+STRENGTH_RANK = {"strong": 4, "moderate": 3, "consensus": 2.5, "weak": 2, "insufficient": 0}
+
+_LETTER = {"A": "strong", "B": "moderate", "C": "weak", "D": "weak", "E": "weak", "U": "insufficient"}
+_ROMAN = {"I": "strong", "II": "moderate", "III": "weak", "IV": "weak"}
+_DIGIT = {"1": "strong", "2": "moderate", "3": "weak", "4": "weak"}
+_NOT_A_GRADE = r"(?!\s*(?:stud|trial|article|paper|report|data\b|patients?\b))"
+
+# (pattern, strength of the match) in the order tried; the first match in the statement wins
+# wording-only grades ("strongly recommends", "consensus") count only when no tag is present
+_GRADES: list[tuple[re.Pattern, Callable[[re.Match], str], bool]] = []
+
+
+def _grade(pattern: str, strength: Callable[[re.Match], str], wording: bool = False) -> None:
+    _GRADES.append((re.compile(pattern, re.I), strength, wording))
+
+
+# GRADE wording, with the quality of evidence when it follows
+_grade(r"\b(strong|weak|conditional|moderate|discretionary)\s+recommendations?"
+       r"(?:\s*(?:[,;]|based on|with)\s*(?:an?\s+)?(?:(?:very\s+)?(?:high|moderate|low)(?:[- ]quality|[- ]level)?"
+       r"(?:\s+(?:of\s+)?evidence|\s+quality\s+of\s+evidence|\s+level\s+of\s+evidence)?|"
+       r"(?:evidence\s+level|level\s+of\s+evidence|quality\s+of\s+evidence)\s*:?\s*[A-D1-4]\b))?",
+       lambda m: {"strong": "strong", "moderate": "moderate"}.get(m.group(1).lower(), "weak"))
+# ACC/AHA class with its level of evidence
+_grade(r"\bClass\s+(III|IIa|IIb|II|I|IV)\b" + _NOT_A_GRADE + r"(?:\s*[,;(]?\s*(?:Level(?:\s+of\s+Evidence)?\s*:?\s*)"
+       r"([A-C](?:-[A-Z]{1,3})?))?\)?",
+       lambda m: {"I": "strong", "IIA": "moderate", "IIB": "weak", "II": "moderate", "III": "strong",
+                  "IV": "weak"}[m.group(1).upper()])
+# Endocrine Society: (1|++OO), (2|+OOO)
+_grade(r"\(\s*([12])\s*\|\s*[+O⊕○]{2,4}\s*\)", lambda m: _DIGIT[m.group(1)])
+# USPSTF statements
+_grade(r"\bI\s+statement\b", lambda m: "insufficient")
+_grade(r"\b(?:grade\s+)?([A-D])\s+recommendation\b", lambda m: _LETTER[m.group(1).upper()])
+# named levels and grades: Level A, Grade B, Level II, Level 1, Level of evidence: C
+_grade(r"\b(?:Level|Grade|Strength(?:\s+of\s+recommendation)?|SOR)\s*(?:of\s+evidence\s*)?[:=]?\s*"
+       r"(I{1,3}V?|IV|[A-DU]|[1-4])(?:[abc+]|-[abc1-3])?(?!\w)" + _NOT_A_GRADE,
+       lambda m: (_ROMAN.get(m.group(1).upper()) or _LETTER.get(m.group(1).upper()) or _DIGIT[m.group(1)]))
+# GRADE codes 1A..2C in brackets or parentheses
+_grade(r"[\[(]\s*([12])\s*([A-D])\s*[\])]", lambda m: _DIGIT[m.group(1)] if m.group(1) == "1" else "weak")
+# evidence class + letter grade in brackets or parentheses: [IA], [IIb-B], (I-C), (II-2D)
+_grade(r"[\[(]\s*(?:I{1,3}|IV)(?:-?[1-3]|[ab])?\s*-?\s*([A-E])\s*[\])]", lambda m: _LETTER[m.group(1).upper()])
+_grade(r"\b(?:I{1,3}|IV)-[1-3]\s*([A-E])\b", lambda m: _LETTER[m.group(1).upper()])
+# a single letter grade in brackets at the end of a statement: "... prevent ARF [D]."
+_grade(r"\[\s*([A-D])\s*\]\s*\.?$", lambda m: _LETTER[m.group(1).upper()])
+# GRADE's wording without a tag: "the panel strongly recommends"
+_grade(r"\bstrongly\s+(?:recommend(?:s|ed)?|advise[sd]?)\b", lambda m: "strong", wording=True)
+# consensus statements
+_grade(r"\b(?:GPP|good practice point|expert opinion|consensus(?:[- ]based)?(?:\s+recommendation)?)\b",
+       lambda m: "consensus", wording=True)
+
+
+def parse_grade(text: str) -> tuple[Optional[str], Optional[str]]:
+    """(grade as written, normalised strength) of the first grade tag in ``text``; (None, None)
+    when it holds none.
+
+    >>> parse_grade("Thymectomy is an option (Class II).")
+    ('Class II', 'moderate')
+    >>> parse_grade("Offer preoperative blockade. (1|++OO)")
+    ('1|++OO', 'strong')
+    >>> parse_grade("On the basis of 2 Class I studies, quinine is effective.")
+    (None, None)
+    """
+    for wording in (False, True):
+        best = None
+        for pattern, strength, is_wording in _GRADES:
+            m = pattern.search(text) if is_wording == wording else None
+            if m and (best is None or m.start() < best[0].start()):
+                best = (m, strength)
+        if best is not None:
+            m, strength = best
+            return m.group(0).strip(" ()[].").strip(), strength(m)
+    return None, None
