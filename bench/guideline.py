@@ -141,7 +141,8 @@ def replay(rows: list[dict], c) -> dict:
     r = Recommender(c, scorer=(lambda q, t: np.zeros(len(t))))
     om, prec, false_abs, abst, n_items, conf = [], [], [], [], [], []
     for row in rows:
-        cands = [(EvidenceItem(x["n"], x["passage_id"], x["title"], "guideline", 3, ""),
+        cands = [(EvidenceItem(x["n"], x["passage_id"], x["title"], "guideline", 3, "",
+                               relevance=row["passage_rel"].get(x["passage_id"])),
                   Statement(x["statement"], x["grade"], x["strength"], x["direction"], x["population"], x["firm"]))
                  for x in row["cands"]]
         w = c.overlap_weight

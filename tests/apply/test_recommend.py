@@ -269,3 +269,28 @@ def test_a_lead_in_that_ends_its_passage_takes_its_items_from_the_next_passages(
     assert rec.statement == ("Anticoagulants should be considered for patients with AF and: Who have a CHADS2 score of "
                              "1 or more; Who cannot achieve adequate anticoagulation with warfarin.")
     assert rec.continued_in == ["p-c2"]
+
+
+def test_one_guideline_is_the_one_with_the_most_relevant_passage_or_statement():
+    """``guideline_by``: "passage" lists the guideline whose packed passage the coarse reranker
+    found most relevant, its own best statement first, even when another guideline holds the best
+    single statement; "statement" lists the best statement's guideline; without passage
+    relevance "passage" falls back to the statement."""
+    a1 = EvidenceItem(1, "a1", "Epilepsy in pregnancy", "guideline", 3,
+                      "- Valproate may be considered as transferring little into breast milk (Level B).", relevance=0.6)
+    a2 = EvidenceItem(2, "a2", "Epilepsy in pregnancy", "guideline", 3,
+                      "- Lamotrigine levels should be monitored after delivery (Level C).", relevance=0.3)
+    b1 = EvidenceItem(3, "b1", "Thrombophilia in pregnancy", "guideline", 3,
+                      "- Warfarin does not accumulate in breast milk and may be used (Grade B).", relevance=0.2)
+    rel = {"Valproate": 0.5, "Lamotrigine": 0.45, "Warfarin": 0.7}
+    score = scorer_for(lambda t: next(v for k, v in rel.items() if k in t))
+    q = "Which drugs get into breast milk?"
+    cfg = RecommendConfig(min_relevance=0.3, keep_ratio=0.5, abstain_below=0.05, overlap_weight=0.0, max_items=4,
+                          one_guideline=True, guideline_by="passage")
+    got = Recommender(cfg, score).answer(q, [a1, a2, b1]).recommendations
+    assert [r.passage_id for r in got] == ["a1", "a2"]
+    cfg.guideline_by = "statement"
+    assert [r.passage_id for r in Recommender(cfg, score).answer(q, [a1, a2, b1]).recommendations] == ["b1"]
+    cfg.guideline_by = "passage"
+    bare = [EvidenceItem(e.n, e.passage_id, e.title, "guideline", 3, e.text) for e in (a1, a2, b1)]
+    assert [r.passage_id for r in Recommender(cfg, score).answer(q, bare).recommendations] == ["b1"]

@@ -196,8 +196,11 @@ class Recommender:
             abstain, floor = float(rel.max()) < c.min_relevance, c.min_relevance
         if abstain:
             return RecommendationAnswer([], parts, parts, True, len(cands))
-        best = float(rel.max())
         order = sorted(range(len(cands)), key=lambda i: -rel[i])
+        source = self.source(cands, order)
+        if source is not None:  # the list comes from that guideline, its best statement first
+            order = [i for i in order if cands[i][0].title == source]
+        best = float(rel[order[0]])
         chosen = [order[0]]
         top_source = cands[order[0]][0].title
         for i in order[1:]:
@@ -222,6 +225,19 @@ class Recommender:
         self.coverage(parts, recs)
         covered = {p for r in recs for p in r.covers}
         return RecommendationAnswer(recs, parts, [p for p in parts if p not in covered], False, len(cands))
+
+    def source(self, cands: list[tuple[EvidenceItem, Statement]], order: list[int]) -> Optional[str]:
+        """The guideline (title) a ``one_guideline`` list comes from: with ``guideline_by =
+        "passage"`` the one holding the most relevant packed passage that has a candidate (the
+        coarse reranker reads whole passages: on dev it named the right guideline more often than
+        the best single statement did), else that of the best statement; None: no restriction."""
+        if not self.c.one_guideline:
+            return None
+        if self.c.guideline_by == "passage":
+            scored = [(e.relevance, -k) for k, (e, _) in enumerate(cands) if e.relevance is not None]
+            if scored:
+                return cands[-max(scored)[1]][0].title
+        return cands[order[0]][0].title
 
     def best_similarity(self, question: str, cands: list[tuple[EvidenceItem, Statement]]) -> Optional[float]:
         """The highest cosine of the question and a candidate statement (None without an encoder
