@@ -208,14 +208,26 @@ def extended_corpus(folder: Path, default_corpus: Path) -> list[tuple[Path, str]
     for name in ("anatomy_physiology_2e", "microbiology"):  # OpenStax modules, filtered like the rest
         rows = [json.loads(x) for x in (TEXTBOOKS / f"{name}.jsonl").read_text(encoding="utf-8").splitlines() if x]
         files.append((write_jsonl(folder / f"openstax_{name}.jsonl", clean(rows)), "book"))
-    have = {json.loads(x)["id"] for x in (default_corpus / "medquad_answers.jsonl").read_text().splitlines() if x}
-    medquad = []
+    default = [json.loads(x) for x in (default_corpus / "medquad_answers.jsonl").read_text().splitlines() if x]
+    have = {r["id"] for r in default}
+    in_default = {(r["id"], r["text"]) for r in default}
+    medquad, more, first = [], [], set()
     with (SHARED / "corpora" / "medquad" / "medquad.jsonl").open(encoding="utf-8") as fh:
         for line in fh:
             r = json.loads(line)
-            if r.get("answer", "").strip() and r["qid"] not in have:
-                medquad.append({"id": r["qid"], "title": r["focus"], "text": r["answer"], "source_type": "entry"})
+            if not r.get("answer", "").strip() or (r["qid"], r["answer"]) in in_default:
+                continue
+            row = {"id": r["qid"], "title": r["focus"], "text": r["answer"], "source_type": "entry"}
+            # MedQuAD's qids repeat across its 12 collections: the first record of a qid keeps it, a
+            # repeat (or a record sharing a qid with another one in the default index) is qualified
+            # by its collection, in a file of its own
+            if r["qid"] in have or r["qid"] in first:
+                more.append({**row, "id": f"{r['qid']}@{r['collection']}"})
+            else:
+                first.add(r["qid"])
+                medquad.append(row)
     files.append((write_jsonl(folder / "medquad_rest.jsonl", clean(medquad)), "entry"))
+    files.append((write_jsonl(folder / "medquad_more.jsonl", clean(more)), "entry"))
     abstracts = json.loads((SHARED / "corpora" / "pubmed" / "pubmed_abstracts_299.json").read_text(encoding="utf-8"))
     rows = [{"id": f"pubmed299-{i}", "title": a.strip().split("\n")[0][:200], "text": a.strip()}
             for i, a in enumerate(abstracts)]
