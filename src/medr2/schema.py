@@ -91,9 +91,12 @@ class Document(_Model):
     def full_text(self) -> str:
         return "\n\n".join(s.text for _, s in self.walk() if s.text)
 
-    def content_hash(self) -> str:
-        """Hash of everything that determines the document's passages."""
-        return hashlib.sha256(self.model_dump_json().encode("utf-8")).hexdigest()
+    def content_hash(self, with_origin: bool = False) -> str:
+        """Hash of everything that determines the document's passages: not its origin (the file and
+        record it was read from), so a record that moved in its file is not embedded again.
+        ``with_origin``: the hash as indexes before 2026-12-06 stored it (origin included)."""
+        dumped = self.model_dump_json() if with_origin else self.model_dump_json(exclude={"meta": {"origin"}})
+        return hashlib.sha256(dumped.encode("utf-8")).hexdigest()
 
 
 class Passage(_Model):

@@ -6,7 +6,7 @@ from conftest import small_config
 from helpers import make_mixed_folder, write_jsonl
 
 from medr2.index.index import Index, IndexError_
-from medr2.ingest.pipeline import ingest
+from medr2.ingest.pipeline import choose_loader, ingest
 from medr2.search.hybrid import Filters, HybridSearcher, QueryError
 
 pytestmark = pytest.mark.slow
@@ -132,6 +132,38 @@ def test_reingest_is_noop_change_replaces_and_remove(tmp_path, encoder, backend)
     with Index.open(tmp_path / "i") as again:
         assert not again.store.has_document("test:metformin-ckd")
         assert again.search_sparse(again.tokenizer.tokens("metformin"), 10) == []
+
+
+def test_a_record_that_moved_in_its_file_is_not_embedded_again(tmp_path, encoder):
+    """A record inserted at the top of a JSONL file moves every other record down a line: only
+    the new one is embedded; the others keep their passages and get their new origin. A document
+    stored with the hash of before 2026-12-06 (origin included) that did not move also counts as
+    unchanged, and gets the new hash."""
+    rows = [{"id": f"R{i}", "title": f"Topic {i}", "text": f"Record {i} on statin dosing in kidney disease {i}."}
+            for i in range(3)]
+    (tmp_path / "c").mkdir()
+    f = write_jsonl(tmp_path / "c" / "records.jsonl", rows)
+    idx = Index.open(tmp_path / "i", small_config(), create=True, writable=True)
+    try:
+        ingest(idx, [f], progress=False)
+        # an index built before the change stored the hash with the origin in it
+        (r2,) = [d for d in choose_loader(f, None).load(f, idx.config) if getattr(d, "doc_id", "") == "jsonl:R2"]
+        idx.store.db.execute("UPDATE documents SET content_hash=? WHERE doc_id='jsonl:R2'",
+                             (r2.content_hash(with_origin=True),))
+        write_jsonl(f, [*rows, {"id": "R8", "title": "Last", "text": "A new record on aspirin at the end."}])
+        r = ingest(idx, [f], progress=False)
+        assert (r.documents_unchanged, r.documents_added, r.documents_updated) == (3, 1, 0)
+        assert idx.store.doc_hash("jsonl:R2") == r2.content_hash()
+        before = _ids(idx)
+        assert idx.store.get_document("jsonl:R1").meta.origin.endswith("records.jsonl:2")
+        write_jsonl(f, [{"id": "R9", "title": "New", "text": "A new record on aspirin."}, *rows])
+        r = ingest(idx, [f], progress=False)
+        assert (r.documents_unchanged, r.documents_added, r.documents_updated, r.documents_removed) == (3, 1, 0, 1)
+        after = _ids(idx)
+        assert r.passages_added == 1 and len(after - before) == 1 and len(before - after) == 1  # R9 in, R8 out
+        assert idx.store.get_document("jsonl:R1").meta.origin.endswith("records.jsonl:3")
+    finally:
+        idx.close()
 
 
 def test_segments_merge_and_hnsw_above_threshold(tmp_path, encoder):

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Optional, Protocol
 
 import numpy as np
 
-from medr2.schema import Document, Passage
+from medr2.schema import Document, DocumentMeta, Passage
 from medr2.store.postgres import PGFile
 from medr2.store.sqlbase import SQLBase, ident, insert_ignore, marks, upsert
 from medr2.store.sqlite import SQLiteFile
@@ -58,6 +58,7 @@ class Store(Protocol):
     def set_meta(self, key: str, value: str) -> None: ...
     def doc_hash(self, doc_id: str) -> Optional[str]: ...
     def put_document(self, doc: Document, content_hash: str, n_passages: int) -> None: ...
+    def refresh_document(self, doc_id: str, meta: DocumentMeta, content_hash: str) -> None: ...
     def put_passages(self, rows: list[tuple[int, Passage, str, Optional[int]]]) -> None: ...
     def delete_documents(self, doc_ids: Iterable[str]) -> list[int]: ...
     def passages(self, rowids: Iterable[int]) -> dict[int, dict[str, Any]]: ...
@@ -101,6 +102,11 @@ class StoreSQL(SQLBase):
              doc.meta.model_dump_json(), json.dumps([s.to_dict() for s in doc.sections], ensure_ascii=False),
              content_hash, n_passages, time.time()),
         )
+
+    def refresh_document(self, doc_id: str, meta: DocumentMeta, content_hash: str) -> None:
+        """A document read again unchanged: its metadata (where it was read from) and content hash."""
+        self.db.execute("UPDATE documents SET meta_json=?, content_hash=? WHERE doc_id=?",
+                        (meta.model_dump_json(), content_hash, doc_id))
 
     def get_document(self, doc_id: str) -> Optional[Document]:
         row = self.db.execute(

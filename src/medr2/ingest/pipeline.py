@@ -9,7 +9,8 @@ with its content hash, in the transaction of its last batch. So:
 
 * re-ingesting an unchanged file is a no-op;
 * a changed file replaces its documents (documents it no longer holds are removed unless
-  another file provides them);
+  another file provides them); a document whose content is unchanged is not embedded again,
+  even when it moved within its file (its stored origin is updated);
 * a killed run resumes where it stopped: committed documents are recognised by id and content
   hash and skipped, and the end state equals that of an uninterrupted run.
 
@@ -180,6 +181,7 @@ class Batch:
         self.links: list[tuple[str, str]] = []
         self.removals: set[str] = set()
         self.finished: list[tuple] = []  # (key, sha, size, n_docs, problems, unlink)
+        self.refresh: list[tuple] = []  # (doc id, meta, content hash) of documents read again unchanged
         self.inflight: deque = deque()
         self.inflight_hashes: dict[str, str] = {}  # doc id -> content hash, sent but not committed
 
@@ -195,21 +197,24 @@ class Batch:
         self.n_passages += len(doc.passages)
 
     def commit(self) -> None:
-        if not (self.docs or self.links or self.removals or self.finished):
+        if not (self.docs or self.links or self.removals or self.finished or self.refresh):
             return
         linked = {d for _, d in self.links}
         removals = [d for d in self.removals if d not in linked and d not in self.docs]
-        links, finished = list(self.links), list(self.finished)
+        links, finished, refresh = list(self.links), list(self.finished), list(self.refresh)
         docs = list(self.docs.values())
 
         def bookkeeping(store) -> None:
             for key, doc_id in links:
                 store.link_file_docs(key, [doc_id])
+            for doc_id, meta, content_hash in refresh:
+                store.refresh_document(doc_id, meta, content_hash)
             for key, sha, size, n_docs, problems, unlink in finished:
                 store.unlink_file_docs(key, unlink)
                 store.mark_file(key, sha, size, "done", n_docs, problems)
 
         self.docs, self.n_passages, self.links, self.removals, self.finished = {}, 0, [], set(), []
+        self.refresh = []
         if self.pool is None:
             self._write(docs, removals, bookkeeping, None)
             return
@@ -346,9 +351,11 @@ def _ingest_file(index: Index, path: Path, fmt: Optional[str], force: bool, repo
         seen.add(doc.doc_id)
         content_hash = doc.content_hash()
         stored = batch.pending_hash(doc.doc_id) or store.doc_hash(doc.doc_id)
-        if stored == content_hash:
+        if stored is not None and stored in (content_hash, doc.content_hash(with_origin=True)):
             report.documents_unchanged += 1
             staged.append((doc.doc_id, None))
+            if not batch.pending_hash(doc.doc_id):  # stored: it may have moved in its file (origin)
+                batch.refresh.append((doc.doc_id, doc.meta, content_hash))
             continue
         seg = segment_document(doc, cfg.segment)
         report.truncated_sections += seg.truncated_sections
