@@ -211,7 +211,7 @@ def extended_corpus(folder: Path, default_corpus: Path) -> list[tuple[Path, str]
     default = [json.loads(x) for x in (default_corpus / "medquad_answers.jsonl").read_text().splitlines() if x]
     have = {r["id"] for r in default}
     in_default = {(r["id"], r["text"]) for r in default}
-    medquad, more, first = [], [], set()
+    medquad, more, first, seen_more = [], [], set(), {}
     with (SHARED / "corpora" / "medquad" / "medquad.jsonl").open(encoding="utf-8") as fh:
         for line in fh:
             r = json.loads(line)
@@ -221,8 +221,10 @@ def extended_corpus(folder: Path, default_corpus: Path) -> list[tuple[Path, str]
             # MedQuAD's qids repeat across its 12 collections: the first record of a qid keeps it, a
             # repeat (or a record sharing a qid with another one in the default index) is qualified
             # by its collection, in a file of its own
-            if r["qid"] in have or r["qid"] in first:
-                more.append({**row, "id": f"{r['qid']}@{r['collection']}"})
+            if r["qid"] in have or r["qid"] in first:  # a qid can repeat inside a collection too: counted
+                base = f"{r['qid']}@{r['collection']}"
+                seen_more[base] = seen_more.get(base, 0) + 1
+                more.append({**row, "id": base if seen_more[base] == 1 else f"{base}#{seen_more[base]}"})
             else:
                 first.add(r["qid"])
                 medquad.append(row)
