@@ -56,11 +56,11 @@ def answer_lines(res, explain: bool) -> Iterator[str]:
         for r in res.recommendations:
             grade = f"{r.grade}, {r.strength}" if r.grade else "ungraded"
             yield f"  [{r.n}] ({grade}; {r.direction}) {r.statement}" + (f" (under: {r.section})" if r.section else "")
+        if res.uncovered:
+            yield "Not covered by these recommendations: " + "; ".join(res.uncovered)
     for r in res.recommendations:
         if r.continued_in:  # the quote's list items come from the passages after the cited one
             yield f"  [{r.n}]'s list goes on in {', '.join(r.continued_in)}"
-        if res.uncovered:
-            yield "Not covered by these recommendations: " + "; ".join(res.uncovered)
     if res.citations:
         yield "Citations:"
         for pid in res.citations:

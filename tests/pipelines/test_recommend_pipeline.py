@@ -220,3 +220,16 @@ def test_a_list_read_from_the_next_passages_is_shown_with_where_it_goes_on():
     assert json.loads(res.model_dump_json())["recommendations"][0]["continued_in"] == ["g5", "g6"]
     assert "[1]'s list goes on in g5, g6" in "\n".join(answer_lines(res, explain=False))
     assert any("list's lead-in ends its passage" in n for n in res.notes)
+
+
+def test_the_parts_no_recommendation_covers_are_printed_once():
+    """The text render names the uncovered parts once under the list of a generated answer, and
+    not at all where the answer is the quoted list (it says so itself)."""
+    from medr2.schema import AskResult, Recommendation
+
+    recs = [Recommendation(n=1, passage_id="g1", statement="Metformin should be stopped below 30.", grade="Level B"),
+            Recommendation(n=2, passage_id="g2", statement="Offer an SGLT2 inhibitor.", grade="Level A")]
+    res = AskResult(question=Q, answer="Stop it [1].", method="llm", recommendations=recs, uncovered=["what dose"])
+    assert "\n".join(answer_lines(res, explain=False)).count("Not covered by these recommendations") == 1
+    res.method = "extractive-recommendations"
+    assert "Not covered by these recommendations" not in "\n".join(answer_lines(res, explain=False))

@@ -29,35 +29,12 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from medr2.appraise.grades import STRENGTH_RANK, STRENGTHS, parse_grade  # noqa: F401 (re-exported)
+from medr2.appraise.headings import SECTION_NUMBER, heading_lines, section_heading  # noqa: F401 (re-exported)
+from medr2.appraise.wording import (BULLET, FIRM, GRADE_ONLY, IMPERATIVE, INSUFFICIENT, LABEL, STARTS_OWN,
+                                    directs, is_recommendation)  # noqa: F401 (re-exported)
 from medr2.kg.extract.structured import polarity_of
 from medr2.util.sentences import sentences
 
-_DIRECTIVE = re.compile(
-    r"(?i)\b(?:should|must|shall|recommend(?:s|ed|ation)?|suggest(?:s|ed)?|advise[sd]?|"
-    r"(?:is|are)\s+(?:not\s+)?(?:indicated|contraindicated|preferred|advised|warranted|required|necessary)|"
-    r"consider(?:ed)?|offer(?:ed)?|avoid(?:ed)?|do not|(?:is|are)\s+(?:an?\s+)?(?:reasonable|appropriate|acceptable)|"
-    r"(?:is|are)\s+(?:an?\s+)?(?:option|first[- ]line|treatment of choice)|"
-    r"may\s+(?:be|benefit|use|receive|reduce)|can\s+be\s+(?:used|offered|considered|given)|"
-    r"there is (?:\w+\s+){0,3}evidence|(?:evidence|data) (?:is|are|was|were) (?:insufficient|inadequate|inconclusive)|"
-    r"insufficient evidence)\b")
-# wording of an ungraded statement: firm ("should", "is recommended") or conditional ("may")
-# NICE-style imperatives that open a recommendation ("Offer ...", "Do not ...", "Stop ...")
-_IMPERATIVE = re.compile(
-    r"^(?:offer|consider|do not|don't|stop|continue|start|measure|check|prefer|expect|advise|reduce|use|give|"
-    r"avoid|refer|assess|screen|test|treat|monitor|prescribe|discuss|ensure|explain|arrange|review|repeat|"
-    r"perform|obtain|administer|withhold|discontinue|recommend|encourage|think about|be aware|take into account)\b",
-    re.I)
-_GRADE_ONLY = re.compile(r"^\s*[(\[][^()\[\]]{1,120}[)\]]\s*\.?\s*$")
-_FIRM = re.compile(r"(?i)\b(?:should|must|shall|recommend(?:s|ed)?|(?:is|are)\s+(?:not\s+)?indicated|"
-                   r"contraindicated|do not|avoid)\b|^(?:offer|do not|stop|start|measure|check|give|use|treat|"
-                   r"refer|avoid)\b")
-_INSUFFICIENT = re.compile(r"(?i)\b(?:insufficient|inadequate|inconclusive|unproven|no recommendation|"
-                           r"cannot be made|Level U)\b")
-_LABEL = re.compile(r"(?i)^\s*(?:[-•*–]\s*)*(?:(?:key\s+)?recommendations?\s*(?:\d+(?:\.\d+)*)?\s*[.:)-]\s*|"
-                    r"R\d+(?:\.\d+)*\s*[.:)-]\s*|\d+(?:\.\d+)*[.)]\s+|\d+(?:\.\d+)+\s+|[a-z][.)]\s+)?")
-_BULLET = re.compile(r"^\s*(?:[-•*–]|\d+(?:\.\d+)*[.)]|[a-z][.)])\s+")
-_STARTS_OWN = re.compile(r"(?i)^(?:conclusion|question|rationale|justification|evidence|remarks?|note|comment|"
-                         r"summary|background|qualifying statement|implementation considerations?)s?\b\s*[.:]")
 # a description of practice, not advice: "X is often recommended", "surveys estimate", "is widely used"
 _DESCRIPTIVE = re.compile(r"(?i)\b(?:is|are|was|were|has been|have been)\s+(?:often|commonly|frequently|widely|"
                           r"sometimes|usually|traditionally|generally|increasingly)\s+(?:recommended|used|prescribed|"
@@ -144,19 +121,9 @@ def population_of(statement: str) -> Optional[str]:
     >>> population_of("Patients with ascites should receive antibiotics.")
     'Patients with ascites'
     """
-    s = _LABEL.sub("", statement).strip()
+    s = LABEL.sub("", statement).strip()
     m = _POPULATION.match(s) or _SUBJECT.match(s)
     return " ".join(m.group(1).split()) if m else None
-
-
-def directs(sentence: str) -> bool:
-    """Whether a sentence directs care or reports a finding on the evidence (its wording)."""
-    return bool(_DIRECTIVE.search(sentence)) or bool(_IMPERATIVE.match(_LABEL.sub("", sentence).strip()))
-
-
-def is_recommendation(sentence: str) -> bool:
-    """Whether a sentence directs care, reports a finding on the evidence, or carries a grade."""
-    return directs(sentence) or parse_grade(sentence)[0] is not None
 
 
 def _units(text: str) -> list[tuple[Optional[str], str]]:
@@ -166,14 +133,14 @@ def _units(text: str) -> list[tuple[Optional[str], str]]:
     a statement: it ends the unit above it, and the units after it sit under it."""
     lines = [ln for ln in text.splitlines() if ln.strip()]
     heads = heading_lines(lines)
-    bulleted = any(_BULLET.match(ln) for i, ln in enumerate(lines) if i not in heads)
+    bulleted = any(BULLET.match(ln) for i, ln in enumerate(lines) if i not in heads)
     out: list[tuple[Optional[str], str]] = []
     section, fresh = None, True
     for i, ln in enumerate(lines):
         if i in heads:
-            section, fresh = _SECTION_NUMBER.sub("", ln.strip()), True
+            section, fresh = SECTION_NUMBER.sub("", ln.strip()), True
             continue
-        if (bulleted and out and not fresh and not _BULLET.match(ln) and not _STARTS_OWN.match(ln.strip())
+        if (bulleted and out and not fresh and not BULLET.match(ln) and not STARTS_OWN.match(ln.strip())
                 and not opens_unit(ln)):
             out[-1] = (out[-1][0], out[-1][1].rstrip() + " " + ln.strip())
         else:
@@ -191,21 +158,21 @@ def extract(text: str, max_follow: int = 2) -> list[Statement]:
     out: list[Statement] = []
     lead: Optional[tuple[int, list[str]]] = None  # an open list: (its lead-in's index in out, its items)
     for section, raw in _units(text):
-        unit = _TRAILER.sub("", _LABEL.sub("", raw)).strip()
+        unit = _TRAILER.sub("", LABEL.sub("", raw)).strip()
         if lead is not None:
             if section == out[lead[0]].section and len(lead[1]) < MAX_LIST_ITEMS and list_item(raw, unit, lead[1]):
                 lead[1].append(unit)
                 continue
             out[lead[0]] = as_list(out[lead[0]].statement, lead[1], out[lead[0]].section)
             lead = None
-        if not unit or _STARTS_OWN.match(unit):
+        if not unit or STARTS_OWN.match(unit):
             continue
         current: list[str] = []
         follow = 0
         for _, _, s in sentences(unit):
             refers_back = bool(re.match(r"(?i)^(?:these|this|they|it|such|both|either|the latter|however|"
                                         r"in (?:these|such) (?:cases|patients))\b", s))
-            if current and _GRADE_ONLY.match(s):  # "... the risk. (Strong recommendation; level B)"
+            if current and GRADE_ONLY.match(s):  # "... the risk. (Strong recommendation; level B)"
                 current.append(s)
                 continue
             if is_recommendation(s) and not (current and refers_back and follow < max_follow):
@@ -237,7 +204,7 @@ def opens_unit(line: str) -> bool:
     offer nitrates.") or opens a list ("If imaging shows an abscess (I-C):"): after a bullet it
     is not the bullet's hard-wrapped continuation."""
     s = line.strip()
-    return bool(s) and s[0].isupper() and (bool(_IMPERATIVE.match(s)) or s.endswith(":"))
+    return bool(s) and s[0].isupper() and (bool(IMPERATIVE.match(s)) or s.endswith(":"))
 
 
 def list_item(raw: str, unit: str, items: list[str], bullet_only: bool = False) -> bool:
@@ -246,9 +213,9 @@ def list_item(raw: str, unit: str, items: list[str], bullet_only: bool = False) 
     item decides whether the items are actions ("If stable: - Consider other diagnoses.") or
     conditions ("if the person has: - a heart murmur"), and a unit of the other kind (a
     recommendation after the list) ends it."""
-    if not unit or unit.endswith(":") or _STARTS_OWN.match(unit):
+    if not unit or unit.endswith(":") or STARTS_OWN.match(unit):
         return False
-    if not (_BULLET.match(raw) or (not bullet_only and len(unit.split()) <= 25)):
+    if not (BULLET.match(raw) or (not bullet_only and len(unit.split()) <= 25)):
         return False
     return not items or directs(unit) == directs(items[0])
 
@@ -268,7 +235,7 @@ def lead_items(texts: Sequence[str], before: Sequence[str] = ()) -> tuple[list[s
     for text in texts:
         whole, n = True, len(out)
         for section, raw in _units(text):
-            unit = _TRAILER.sub("", _LABEL.sub("", raw)).strip()
+            unit = _TRAILER.sub("", LABEL.sub("", raw)).strip()
             if (section is not None or len(before) + len(out) >= MAX_LIST_ITEMS
                     or not list_item(raw, unit, [*before, *out], bullet_only=True)):
                 whole = False
@@ -328,114 +295,15 @@ def header_grade(previous: list[str]) -> tuple[Optional[str], Optional[str]]:
     """
     for text in reversed(previous):
         for line in reversed([ln.strip() for ln in text.splitlines() if ln.strip()]):
-            if _HEADER_END.search(line) and not _BULLET.match(line):
+            if _HEADER_END.search(line) and not BULLET.match(line):
                 return parse_grade(line)
     return None, None
 
 
-# A section heading inside a guideline's text: a short line that is not a sentence ("Management of
-# Mild, Moderate, and Severe CDI"), or the guideline's own key question ("What is the best method
-# for treatment of patients with cancer with established VTE?"). Labels that name no topic
-# ("Clinical Question 4", "Level C", "Summary Statements", "Yes") are not headings.
-_TITLE_LINE = re.compile(r"^[A-Z][^.;:!?]{2,120}$")
-_QUESTION_LINE = re.compile(r"^[A-Z][^.!?]{8,300}\?$")  # one sentence
-_TOPICLESS = re.compile(
-    r"^(?i:(?:clinical |key )?questions?|key (?:action )?statements?|levels?(?: of evidence)?|"
-    r"(?:strength|grades?|quality)(?: of)? (?:the )?(?:recommendations?|evidence)|grading(?: system)?|"
-    r"(?:major |summary of )?recommendations?|summary(?: statements?)?|conclusions?|background|definitions?|"
-    r"notes?|yes|no|none|unknown|not (?:stated|applicable|specified)|n/a|(?:internal|external) peer review|"
-    r"methods?|references?|remarks?|rationale|comments?|certainty of (?:the )?evidence|good practice (?:statements?|points?)|"
-    r"strong|moderate|weak|conditional|low|very low|high)\b[\s\dA-Z().,-]*$")
-_SECTION_NUMBER = re.compile(r"^\d+(?:\.\d+)*\s+(?=[A-Z])")
-_ENDS_BLOCK = re.compile(r"[.;:!?)\]]\s*$")
-
-
-def is_section_heading(line: str) -> bool:
-    """A line that heads a topic of a guideline's text (see ``_TITLE_LINE``, ``_QUESTION_LINE``):
-    not a bullet, not a label such as "Level B", not a line carrying a grade.
-
-    >>> [is_section_heading(x) for x in ("Management of Severe CDI", "Clinical Question 4", "Offer X.",
-    ...  "At what platelet count can surgery be performed?", "- Treatment", "Level C Only expert opinion",
-    ...  "Offer metformin as first-line therapy")]
-    [True, False, False, True, False, False, False]
-    """
-    line = _SECTION_NUMBER.sub("", line.strip())
-    if not line or _BULLET.match(line) or _TOPICLESS.match(line) or parse_grade(line)[1] is not None:
-        return False
-    if _QUESTION_LINE.match(line):
-        return len(line.split()) <= 45
-    # a short directive without a full stop ("Offer metformin first") is a recommendation, not a
-    # title; "Use of stents in primary PCI" is a title
-    return (bool(_TITLE_LINE.match(line)) and len(line.split()) <= 14
-            and ((line.lower().startswith("use of ") and not _DIRECTIVE.search(line)) or not is_recommendation(line)))
-
-
-def _body(line: str) -> bool:
-    """A line of running text or a bullet (what follows a heading)."""
-    line = line.strip()
-    return bool(_BULLET.match(line)) or bool(_ENDS_BLOCK.search(line)) or len(line.split()) >= 8
-
-
-def heading_lines(lines: list[str]) -> set[int]:
-    """The indices of the lines that head a section, read in context: a heading candidate
-    (:func:`is_section_heading`) after the start of the text or a line that ends a sentence or
-    block or a short list item (so a hard-wrapped continuation such as "Vancomycin 125 mg daily" is
-    not one), followed
-    by running text, a bullet or the end of the text; two candidates in a row are a heading and
-    its sub-heading, three or more a list or a table (none is a heading).
-
-    >>> heading_lines(["- Test stools.", "Management of Severe CDI", "- Give vancomycin."])
-    {1}
-    >>> heading_lines(["- Patients with severe CDI should be treated with oral", "Vancomycin 125 mg four times daily",
-    ...                "rather than metronidazole."])
-    set()
-    >>> heading_lines(["Agents:", "Argatroban", "Bivalirudin", "Lepirudin", "- Monitor the aPTT."])
-    set()
-    """
-    cand = [is_section_heading(x) for x in lines]
-    out: set[int] = set()
-    i = 0
-    while i < len(lines):
-        if not cand[i]:
-            i += 1
-            continue
-        j = i
-        while j + 1 < len(lines) and cand[j + 1]:
-            j += 1
-        prev = lines[i - 1].strip() if i else ""
-        # after the start, a line that ends a sentence or block (not a list's lead-in "... avoided:",
-        # unless a short label "Definitions:"), or a short list item ("- Misoprostol")
-        ends = bool(_ENDS_BLOCK.search(prev)) and (not prev.endswith(":") or len(prev.split()) <= 3)
-        after_block = not prev or ends or bool(_BULLET.match(prev) and len(prev.split()) <= 6)
-        nxt = lines[j + 1].strip() if j + 1 < len(lines) else ""
-        if after_block and j - i < 2 and (not nxt or (_body(nxt) and not nxt[0].islower())):
-            out.update(range(i, j + 1))
-        i = j + 1
-    return out
-
-
-def section_heading(before: list[str]) -> Optional[str]:
-    """The section a recommendation sits under: ``before`` are the texts before it in its document
-    (its own passage's text up to the statement last), nearest last; the nearest line that is a
-    section heading (:func:`is_section_heading`), or None.
-
-    >>> section_heading(["Diagnosis", "- Test stools.", "Management of Severe CDI", "- Give vancomycin."])
-    'Management of Severe CDI'
-    >>> section_heading(["- Offer X."]) is None
-    True
-    """
-    for text in reversed(before):
-        lines = [x for x in text.splitlines() if x.strip()]
-        heads = heading_lines(lines)
-        if heads:
-            return _SECTION_NUMBER.sub("", lines[max(heads)].strip())
-    return None
-
-
 def _statement(text: str, section: Optional[str] = None) -> Statement:
     grade, strength = parse_grade(text)
-    if strength is None and _INSUFFICIENT.search(text):
+    if strength is None and INSUFFICIENT.search(text):
         strength = "insufficient"
     pol = polarity_of(text)
     direction = "neutral" if strength == "insufficient" else {1: "for", -1: "against"}.get(pol, "neutral")
-    return Statement(text, grade, strength, direction, population_of(text), bool(_FIRM.search(text)), section)
+    return Statement(text, grade, strength, direction, population_of(text), bool(FIRM.search(text)), section)
