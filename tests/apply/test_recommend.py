@@ -294,3 +294,17 @@ def test_one_guideline_is_the_one_with_the_most_relevant_passage_or_statement():
     cfg.guideline_by = "passage"
     bare = [EvidenceItem(e.n, e.passage_id, e.title, "guideline", 3, e.text) for e in (a1, a2, b1)]
     assert [r.passage_id for r in Recommender(cfg, score).answer(q, bare).recommendations] == ["b1"]
+
+
+def test_the_guideline_of_the_best_passage_needs_a_statement_that_reaches_the_floor():
+    """A passage the reranker ranks first whose statements all fall below ``min_relevance`` does
+    not choose the guideline: the best statement's guideline answers."""
+    a = EvidenceItem(1, "a1", "Guide A", "guideline", 3, "- Aspirin may be considered for pain (Level C).",
+                     relevance=0.9)
+    b = EvidenceItem(2, "b1", "Guide B", "guideline", 3, "- Metformin should be stopped below 30 (Level B).",
+                     relevance=0.3)
+    score = scorer_for(lambda t: 0.05 if "Aspirin" in t else 0.8)
+    cfg = RecommendConfig(min_relevance=0.2, keep_ratio=0.5, abstain_below=0.05, overlap_weight=0.0,
+                          one_guideline=True, guideline_by="passage")
+    assert [r.passage_id for r in Recommender(cfg, score).answer("Should metformin be stopped?", [a, b]).recommendations] \
+        == ["b1"]

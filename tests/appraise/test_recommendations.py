@@ -134,33 +134,63 @@ def test_a_list_lead_in_keeps_its_items():
         "Do not offer nitrates routinely."]
 
 
-def test_a_list_of_actions_stays_with_its_condition_and_its_grade():
-    """Items that are actions ("If stable (II-D): - Consider other diagnoses.") belong to the
-    condition; a grade written on the last item grades the whole list; a nested lead-in ends the
-    list."""
-    (s,) = extract("If hemodynamically stable, with no positive findings (II-D):\n - Consider other diagnoses.\n"
-                   " - Repeat imaging in 2 to 3 weeks if pain persists.")
-    assert s.statement == ("If hemodynamically stable, with no positive findings (II-D): Consider other diagnoses; "
-                           "Repeat imaging in 2 to 3 weeks if pain persists.") and s.grade == "II-D"
+def test_each_action_of_a_list_is_a_recommendation_under_its_condition():
+    """Items that are actions ("If stable (II-D): - Consider other diagnoses.") are recommendations
+    each, read under the lead-in: its grade unless they carry their own, their own direction; a
+    second lead-in after the list opens a list of its own."""
+    got = extract("If hemodynamically stable, with no positive findings (II-D):\n - Consider other diagnoses.\n"
+                  " - Do not repeat imaging before 2 weeks (III-B).")
+    assert [(s.statement, s.grade, s.direction) for s in got] == [
+        ("If hemodynamically stable, with no positive findings (II-D): Consider other diagnoses.", "II-D", "for"),
+        ("If hemodynamically stable, with no positive findings (II-D): Do not repeat imaging before 2 weeks (III-B).",
+         "III-B", "against")]
+    got = extract("We recommend:\n- Offer aspirin (Grade A)\n- Do not offer warfarin (Grade D)")
+    assert [(s.grade, s.direction) for s in got] == [("Grade A", "for"), ("Grade D", "against")]
+    a, b, c = extract("If imaging shows an abscess (I-C):\n- Give antibiotics now.\n"
+                      "- Obtain a neurosurgical consult.\nIf imaging shows osteomyelitis (I-C):\n"
+                      "- Hold antibiotics until the biopsy.")
+    assert [a.statement, b.statement, c.statement] == [
+        "If imaging shows an abscess (I-C): Give antibiotics now.",
+        "If imaging shows an abscess (I-C): Obtain a neurosurgical consult.",
+        "If imaging shows osteomyelitis (I-C): Hold antibiotics until the biopsy."]
+
+
+def test_a_list_of_conditions_is_one_statement_with_the_lead_ins_grade_and_direction():
+    """A grade written on the last condition grades the list; the direction is the lead-in's; a
+    recommendation after the list, a prose sentence or a header of recommendations is no item."""
     got = extract("- Women who do not wish to conceive should be offered EC after:\n- unprotected intercourse\n"
                   "- sexual assault (Grade B)\n- Offer LNG within 72 hours (Grade A).")
-    assert [(s.statement, s.grade) for s in got] == [
+    assert [(s.statement, s.grade, s.direction) for s in got] == [
         ("Women who do not wish to conceive should be offered EC after: unprotected intercourse; sexual assault "
-         "(Grade B).", "Grade B"), ("Offer LNG within 72 hours (Grade A).", "Grade A")]
-    first, second = extract("If imaging shows an abscess (I-C):\n- Give antibiotics now.\n"
-                            "- Obtain a neurosurgical consult.\nIf imaging shows osteomyelitis (I-C):\n"
-                            "- Hold antibiotics until the biopsy.")
-    assert first.statement.endswith("Give antibiotics now; Obtain a neurosurgical consult.")
-    assert second.statement == "If imaging shows osteomyelitis (I-C): Hold antibiotics until the biopsy."
+         "(Grade B).", "Grade B", "for"), ("Offer LNG within 72 hours (Grade A).", "Grade A", "for")]
+    (s,) = extract("Do not prescribe antibiotics to children who have:\n- a cold\n- a sore throat without fever")
+    assert s.direction == "against" and s.statement.endswith("have: a cold; a sore throat without fever.")
+    got = extract("Refer urgently if the person has:\nchest pain\nsyncope\n"
+                  "The committee noted that most people had no symptoms.")
+    assert got[0].statement == "Refer urgently if the person has: chest pain; syncope."
+    got = extract("Consider echocardiography if the person has:\n- a heart murmur\n- chest pain\n"
+                  "Patients should be referred urgently.")
+    assert [s.statement for s in got] == ["Consider echocardiography if the person has: a heart murmur; chest pain.",
+                                          "Patients should be referred urgently."]
+    got = extract("The following recommendations are based on limited evidence (Level B):\n"
+                  "- Offer metformin as first-line therapy.\n- Consider an SGLT2 inhibitor in kidney disease.")
+    assert [s.statement for s in got][-2:] == ["Offer metformin as first-line therapy.",
+                                               "Consider an SGLT2 inhibitor in kidney disease."]
+
+
+def test_a_long_list_says_that_items_were_left_out():
+    text = "Consider referral if the person has:\n" + "\n".join(f"- finding {i}" for i in range(15))
+    (s,) = extract(text)
+    assert s.statement.endswith("finding 11; ...") and "finding 12" not in s.statement and not s.open_list
 
 
 def test_a_list_cut_from_its_lead_in_is_read_from_the_next_passages():
     """Segmentation may end a passage at the lead-in and put each item in a passage of its own:
     the items are read on while a whole passage is items of the list's kind (bullets only)."""
-    items, used = lead_items(["- a heart murmur", " - signs of heart failure\nOffer an ECG before the echo.",
+    items, used, cut = lead_items(["- a heart murmur", " - signs of heart failure\nOffer an ECG before the echo.",
                               "- chest pain"])
-    assert (items, used) == (["a heart murmur", "signs of heart failure"], 2)
-    assert lead_items(["Before ordering the echocardiogram, carry out an ECG."]) == ([], 0)
+    assert (items, used, cut) == (["a heart murmur", "signs of heart failure"], 2, False)
+    assert lead_items(["Before ordering the echocardiogram, carry out an ECG."]) == ([], 0, False)
     lead = extract("Consider resting echocardiography if the person has:")[0]
     s = continued(lead, items, ["p2", "p3"])
     assert s.statement.endswith("has: a heart murmur; signs of heart failure.") and s.continued_in == ["p2", "p3"]

@@ -166,6 +166,25 @@ def test_a_record_that_moved_in_its_file_is_not_embedded_again(tmp_path, encoder
         idx.close()
 
 
+def test_an_unchanged_record_does_not_undo_its_new_version_from_another_file(tmp_path, encoder):
+    """The same document id unchanged in one file and changed in another, both read in one run:
+    the stored hash and origin are the new version's, so the next run reads it as unchanged."""
+    (tmp_path / "c").mkdir()
+    a = write_jsonl(tmp_path / "c" / "a.jsonl", [{"id": "X", "title": "X", "text": "Old text on statins."}])
+    idx = Index.open(tmp_path / "i", small_config(), create=True, writable=True)
+    try:
+        ingest(idx, [a], progress=False)
+        write_jsonl(a, [{"id": "Y", "title": "Y", "text": "Another record."},
+                        {"id": "X", "title": "X", "text": "Old text on statins."}])
+        b = write_jsonl(tmp_path / "c" / "b.jsonl", [{"id": "X", "title": "X", "text": "New text on statins."}])
+        ingest(idx, [a, b], progress=False)  # a: X unchanged (a refresh); b: X new, in the same batch
+        (xb,) = [d for d in choose_loader(b, None).load(b, idx.config) if getattr(d, "doc_id", "") == "jsonl:X"]
+        assert idx.store.doc_hash("jsonl:X") == xb.content_hash()
+        assert idx.store.get_document("jsonl:X").meta.origin.endswith("b.jsonl:1")
+    finally:
+        idx.close()
+
+
 def test_segments_merge_and_hnsw_above_threshold(tmp_path, encoder):
     cfg = small_config(batch_passages=8)
     cfg.dense.hnsw_threshold = 30

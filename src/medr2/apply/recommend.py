@@ -150,9 +150,9 @@ class Recommender:
             return
         for pid, after in self.following(list(open_)).items():
             stmts = read[open_[pid]][1]
-            items, used = lead_items([text for _, text in after], stmts[-1].items)
+            items, used, cut = lead_items([text for _, text in after], stmts[-1].items)
             if items:
-                stmts[-1] = continued(stmts[-1], items, [p for p, _ in after[:used]])
+                stmts[-1] = continued(stmts[-1], items, [p for p, _ in after[:used]], cut)
 
     def mix(self, question: str, texts: Sequence[tuple[Optional[str], str, Optional[str]]]) -> np.ndarray:
         """Relevance of (title, statement, section) texts to a question: (1 - ``overlap_weight``) x
@@ -197,7 +197,7 @@ class Recommender:
         if abstain:
             return RecommendationAnswer([], parts, parts, True, len(cands))
         order = sorted(range(len(cands)), key=lambda i: -rel[i])
-        source = self.source(cands, order)
+        source = self.source(cands, order, rel, floor)
         if source is not None:  # the list comes from that guideline, its best statement first
             order = [i for i in order if cands[i][0].title == source]
         best = float(rel[order[0]])
@@ -226,15 +226,17 @@ class Recommender:
         covered = {p for r in recs for p in r.covers}
         return RecommendationAnswer(recs, parts, [p for p in parts if p not in covered], False, len(cands))
 
-    def source(self, cands: list[tuple[EvidenceItem, Statement]], order: list[int]) -> Optional[str]:
+    def source(self, cands: list[tuple[EvidenceItem, Statement]], order: list[int], rel: np.ndarray,
+               floor: float) -> Optional[str]:
         """The guideline (title) a ``one_guideline`` list comes from: with ``guideline_by =
-        "passage"`` the one holding the most relevant packed passage that has a candidate (the
-        coarse reranker reads whole passages: on dev it named the right guideline more often than
-        the best single statement did), else that of the best statement; None: no restriction."""
+        "passage"`` the one holding the most relevant packed passage that has a candidate reaching
+        ``floor`` (the coarse reranker reads whole passages: on dev it named the right guideline
+        more often than the best single statement did), else that of the best statement; None: no
+        restriction."""
         if not self.c.one_guideline:
             return None
         if self.c.guideline_by == "passage":
-            scored = [(e.relevance, -k) for k, (e, _) in enumerate(cands) if e.relevance is not None]
+            scored = [(e.relevance, -k) for k, (e, _) in enumerate(cands) if e.relevance is not None and rel[k] >= floor]
             if scored:
                 return cands[-max(scored)[1]][0].title
         return cands[order[0]][0].title

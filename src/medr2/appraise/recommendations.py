@@ -156,14 +156,13 @@ def extract(text: str, max_follow: int = 2) -> list[Statement]:
     A following sentence that directs care itself ("They should only be used after ...") also
     stays with it when it starts with a pronoun that refers back."""
     out: list[Statement] = []
-    lead: Optional[tuple[int, list[str]]] = None  # an open list: (its lead-in's index in out, its items)
+    lead: Optional[_List] = None  # the list a lead-in opened, while its items come
     for section, raw in _units(text):
         unit = _TRAILER.sub("", LABEL.sub("", raw)).strip()
         if lead is not None:
-            if section == out[lead[0]].section and len(lead[1]) < MAX_LIST_ITEMS and list_item(raw, unit, lead[1]):
-                lead[1].append(unit)
+            if section == lead.section and lead.takes(raw, unit):
                 continue
-            out[lead[0]] = as_list(out[lead[0]].statement, lead[1], out[lead[0]].section)
+            out[lead.at:lead.at + 1] = lead.statements(open_list=False)
             lead = None
         if not unit or STARTS_OWN.match(unit):
             continue
@@ -185,91 +184,152 @@ def extract(text: str, max_follow: int = 2) -> list[Statement]:
         if current:
             out.append(_statement(" ".join(current), section))
             if is_lead_in(current[-1]):
-                lead = (len(out) - 1, [])
+                lead = _List(len(out) - 1, out[-1].statement, section)
     if lead is not None:  # the passage ends inside the list
-        out[lead[0]] = as_list(out[lead[0]].statement, lead[1], out[lead[0]].section, open_list=True)
+        out[lead.at:lead.at + 1] = lead.statements(open_list=True)
     return [s for s in out if _is_advice(s.statement)]
 
 
-MAX_LIST_ITEMS = 12  # items a list's lead-in takes at most
+MAX_LIST_ITEMS = 12  # items a list of conditions quotes at most (more: the quote ends "; ...")
+# a colon line that heads recommendations or findings ("The following recommendations are based on
+# good evidence (Level A):") is a header whose grade its items inherit (header_grade), not a list
+_HEADER_WORDS = re.compile(r"(?i)\b(?:recommendations?|conclusions?|statements?|based on)\b")
 
 
 def is_lead_in(statement: str) -> bool:
-    """A recommendation that introduces a list ("Consider echocardiography if the person has:")."""
-    return statement.rstrip().endswith(":")
+    """A recommendation that introduces a list ("Consider echocardiography if the person has:",
+    "If imaging shows an abscess (I-C):"), not a header of recommendations."""
+    return statement.rstrip().endswith(":") and not _HEADER_WORDS.search(statement)
 
 
 def opens_unit(line: str) -> bool:
-    """A capitalised line that starts a recommendation of its own with an imperative ("Do not
-    offer nitrates.") or opens a list ("If imaging shows an abscess (I-C):"): after a bullet it
-    is not the bullet's hard-wrapped continuation."""
+    """A capitalised line that starts a recommendation of its own ("Do not offer nitrates.",
+    "Patients should be referred.") or opens a list ("If imaging shows an abscess (I-C):"): after
+    a bullet it is not the bullet's hard-wrapped continuation."""
     s = line.strip()
-    return bool(s) and s[0].isupper() and (bool(IMPERATIVE.match(s)) or s.endswith(":"))
+    return bool(s) and s[0].isupper() and (directs(s) or s.endswith(":"))
 
 
 def list_item(raw: str, unit: str, items: list[str], bullet_only: bool = False) -> bool:
     """Whether a unit goes on the list a lead-in opened, after ``items``: a bullet (or, unless
-    ``bullet_only``, a short line) that opens no list of its own, of the list's kind: the first
-    item decides whether the items are actions ("If stable: - Consider other diagnoses.") or
-    conditions ("if the person has: - a heart murmur"), and a unit of the other kind (a
-    recommendation after the list) ends it."""
+    ``bullet_only``, a short line that does not end a sentence) that opens no list of its own, of
+    the list's kind: the first item decides whether the items are actions ("If stable: - Consider
+    other diagnoses.") or conditions ("if the person has: - a heart murmur"), and a unit of the
+    other kind (a recommendation after the list) ends it."""
     if not unit or unit.endswith(":") or STARTS_OWN.match(unit):
         return False
-    if not (BULLET.match(raw) or (not bullet_only and len(unit.split()) <= 25)):
+    if not BULLET.match(raw) and (bullet_only or len(unit.split()) > 25 or unit[-1] in ".!?"):
         return False
     return not items or directs(unit) == directs(items[0])
 
 
-def lead_items(texts: Sequence[str], before: Sequence[str] = ()) -> tuple[list[str], int]:
-    """The items a list goes on with in the passages after its own (segmentation may cut a
+@dataclass
+class _List:
+    """A lead-in's list while :func:`extract` reads it: where the lead-in stands in the output,
+    its text, its section, the items so far, and whether items were left out (``cut``)."""
+
+    at: int
+    lead_in: str
+    section: Optional[str]
+    items: list[str] = field(default_factory=list)
+    cut: bool = False
+
+    def takes(self, raw: str, unit: str) -> bool:
+        """Take the unit when it is an item (:func:`list_item`); a list of conditions quotes at most
+        MAX_LIST_ITEMS, and marks the ones after as left out."""
+        if not list_item(raw, unit, self.items):
+            return False
+        if len(self.items) >= MAX_LIST_ITEMS and not directs(self.items[0]):
+            self.cut = True
+        else:
+            self.items.append(unit)
+        return True
+
+    def statements(self, open_list: bool) -> list[Statement]:
+        """Actions are recommendations each (under the lead-in, "If stable (II-D): Consider other
+        diagnoses.", each with its own grade and direction); conditions make one statement with the
+        lead-in, open when the passage ended inside it (the list may go on in the next passage)."""
+        if self.items and directs(self.items[0]):
+            return [under(self.lead_in, item, self.section) for item in self.items]
+        return [as_list(self.lead_in, self.items, self.section, open_list=open_list and not self.cut, cut=self.cut)]
+
+
+def under(lead_in: str, action: str, section: Optional[str]) -> Statement:
+    """One action of a lead-in's list, read under the lead-in: its own grade, else the lead-in's;
+    its own direction and wording.
+
+    >>> s = under("If imaging shows an abscess (I-C):", "Do not delay antibiotics.", None)
+    >>> s.statement, s.grade, s.direction
+    ('If imaging shows an abscess (I-C): Do not delay antibiotics.', 'I-C', 'against')
+    """
+    s = _statement(f"{lead_in.rstrip()} {action}", section)
+    own = _statement(action, section)
+    if own.grade is not None:
+        s.grade, s.strength = own.grade, own.strength
+    s.direction = "neutral" if s.strength == "insufficient" else own.direction
+    s.firm = own.firm
+    return s
+
+
+def lead_items(texts: Sequence[str], before: Sequence[str] = ()) -> tuple[list[str], int, bool]:
+    """The conditions a list goes on with in the passages after its own (segmentation may cut a
     lead-in from its list, cut a list, or put each item in a passage of its own): the leading
-    bullets of the list's kind (:func:`list_item`; ``before``: the items its own passage held),
+    bullets that direct nothing (:func:`list_item`; ``before``: the items its own passage held),
     before any heading, other line or lead-in, read on into the next text while a whole text is
-    items. Returns the new items and how many texts held them.
+    items. Returns the new items, how many texts held them, and whether items were left out
+    (MAX_LIST_ITEMS in all). (A list of actions is not read on: each action in the next passage
+    is a recommendation of its own there.)
 
     >>> lead_items(["- a heart murmur", "- signs of heart failure\\nOffer aspirin.", "- chest pain"])
-    (['a heart murmur', 'signs of heart failure'], 2)
+    (['a heart murmur', 'signs of heart failure'], 2, False)
     """
     out: list[str] = []
-    used = 0
+    used, cut = 0, False
     for text in texts:
         whole, n = True, len(out)
         for section, raw in _units(text):
             unit = _TRAILER.sub("", LABEL.sub("", raw)).strip()
-            if (section is not None or len(before) + len(out) >= MAX_LIST_ITEMS
-                    or not list_item(raw, unit, [*before, *out], bullet_only=True)):
+            if section is not None or directs(unit) or not list_item(raw, unit, [*before, *out], bullet_only=True):
                 whole = False
+                break
+            if len(before) + len(out) >= MAX_LIST_ITEMS:
+                whole, cut = False, True
                 break
             out.append(unit)
         used += len(out) > n
         if not whole or len(out) == n:
             break
-    return out, used
+    return out, used, cut
 
 
-def as_list(lead_in: str, items: list[str], section: Optional[str], open_list: bool = False) -> Statement:
-    """The statement of a lead-in and its items (read as one: an item may carry the list's grade)."""
-    s = _statement(with_items(lead_in, items), section)
+def as_list(lead_in: str, items: list[str], section: Optional[str], open_list: bool = False,
+            cut: bool = False) -> Statement:
+    """The statement of a lead-in and its conditions, read as one (an item may carry the list's
+    grade), with the lead-in's direction."""
+    s = _statement(with_items(lead_in, items, cut), section)
+    s.direction = "neutral" if s.strength == "insufficient" else _statement(lead_in).direction
     s.lead_in, s.items, s.open_list = lead_in, list(items), open_list
     return s
 
 
-def continued(statement: Statement, items: list[str], passage_ids: list[str]) -> Statement:
-    """A list that goes on in the next passages, with their items and the passages they come from."""
-    out = as_list(statement.lead_in or statement.statement, statement.items + items, statement.section)
+def continued(statement: Statement, items: list[str], passage_ids: list[str], cut: bool = False) -> Statement:
+    """A list that goes on in the next passages, with their items and the passages they come from
+    (``cut``: more items follow there)."""
+    out = as_list(statement.lead_in or statement.statement, statement.items + items, statement.section, cut=cut)
     out.continued_in = list(passage_ids)
     return out
 
 
-def with_items(lead_in: str, items: list[str]) -> str:
-    """A lead-in with its list's items, one clause each ("... has: a murmur; signs of heart failure.").
+def with_items(lead_in: str, items: list[str], cut: bool = False) -> str:
+    """A lead-in with its list's items, one clause each ("... has: a murmur; signs of heart failure.");
+    ``cut``: more items follow in the guideline ("; ...").
 
     >>> with_items("Use these scores:", ["Blatchford score at first assessment, and", "Full Rockall score"])
     'Use these scores: Blatchford score at first assessment; Full Rockall score.'
     """
     clean = [re.sub(r"(?i)(?:[,;.]\s*(?:and|or)?|\s+(?:and|or))\s*$", "", " ".join(x.split())) for x in items]
     clean = [x for x in clean if x]
-    return f"{lead_in.rstrip()} {'; '.join(clean)}." if clean else lead_in
+    return f"{lead_in.rstrip()} {'; '.join(clean)}{'; ...' if cut else '.'}" if clean else lead_in
 
 
 def _is_advice(statement: str) -> bool:

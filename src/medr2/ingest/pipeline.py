@@ -41,7 +41,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Union
 
 from tqdm import tqdm
 
@@ -201,8 +201,10 @@ class Batch:
             return
         linked = {d for _, d in self.links}
         removals = [d for d in self.removals if d not in linked and d not in self.docs]
-        links, finished, refresh = list(self.links), list(self.finished), list(self.refresh)
+        links, finished = list(self.links), list(self.finished)
         docs = list(self.docs.values())
+        # a document written anew in this batch (another file's new version) keeps that version's hash
+        refresh = [r for r in self.refresh if r[0] not in self.docs]
 
         def bookkeeping(store) -> None:
             for key, doc_id in links:
@@ -320,15 +322,17 @@ def _ingest_file(index: Index, path: Path, fmt: Optional[str], force: bool, repo
     seen: set[str] = set()
     problems = 0
     added = updated = 0
-    staged: list[tuple[str, Optional[PendingDoc]]] = []
+    staged: list[tuple[str, Union[PendingDoc, tuple, None]]] = []  # a document to write, or one to refresh
     n_staged = 0
 
     def stage_flush() -> None:
         nonlocal n_staged
         for doc_id, pending in staged:
             batch.links.append((key, doc_id))
-            if pending is not None:
+            if isinstance(pending, PendingDoc):
                 batch.add(pending)
+            elif pending is not None:  # unchanged: (doc id, meta, content hash) to refresh
+                batch.refresh.append(pending)
         staged.clear()
         n_staged = 0
         if batch.n_passages >= cfg.ingest.batch_passages:
@@ -353,9 +357,8 @@ def _ingest_file(index: Index, path: Path, fmt: Optional[str], force: bool, repo
         stored = batch.pending_hash(doc.doc_id) or store.doc_hash(doc.doc_id)
         if stored is not None and stored in (content_hash, doc.content_hash(with_origin=True)):
             report.documents_unchanged += 1
-            staged.append((doc.doc_id, None))
-            if not batch.pending_hash(doc.doc_id):  # stored: it may have moved in its file (origin)
-                batch.refresh.append((doc.doc_id, doc.meta, content_hash))
+            # stored, not pending: it may have moved in its file (its origin is refreshed with the file)
+            staged.append((doc.doc_id, None if batch.pending_hash(doc.doc_id) else (doc.doc_id, doc.meta, content_hash)))
             continue
         seg = segment_document(doc, cfg.segment)
         report.truncated_sections += seg.truncated_sections
