@@ -85,6 +85,7 @@ ADDED_KEYS: dict[tuple[str, ...], object] = {
     ("apply", "choice_rationale"): "before",  # a multiple-choice letter after its chain of thought (2026-12-06)
     ("gate", "generated_weight"): 1.0,  # a generated letter with evidence always stood (2026-12-06)
     ("appraise", "floor_min_passages"): 0,  # the relevance floor was never waived (2026-12-06)
+    ("recommend", "guideline_by"): "statement",  # one_guideline kept the best statement's guideline (2026-12-06)
 }
 
 
