@@ -158,7 +158,7 @@ def extract(text: str, max_follow: int = 2) -> list[Statement]:
     out: list[Statement] = []
     lead: Optional[_List] = None  # the list a lead-in opened, while its items come
     for section, raw in _units(text):
-        unit = _TRAILER.sub("", LABEL.sub("", raw)).strip()
+        unit = _unit_text(raw)
         if lead is not None:
             if section == lead.section and lead.takes(raw, unit):
                 continue
@@ -288,7 +288,7 @@ def lead_items(texts: Sequence[str], before: Sequence[str] = ()) -> tuple[list[s
     for text in texts:
         whole, n = True, len(out)
         for section, raw in _units(text):
-            unit = _TRAILER.sub("", LABEL.sub("", raw)).strip()
+            unit = _unit_text(raw)
             if section is not None or directs(unit) or not list_item(raw, unit, [*before, *out], bullet_only=True):
                 whole = False
                 break
@@ -358,6 +358,11 @@ def header_grade(previous: list[str]) -> tuple[Optional[str], Optional[str]]:
             if _HEADER_END.search(line) and not BULLET.match(line):
                 return parse_grade(line)
     return None, None
+
+
+def _unit_text(raw: str) -> str:
+    """A unit's text without its label, bullet or trailing glossary."""
+    return _TRAILER.sub("", LABEL.sub("", raw)).strip()
 
 
 def _statement(text: str, section: Optional[str] = None) -> Statement:

@@ -354,11 +354,12 @@ def _ingest_file(index: Index, path: Path, fmt: Optional[str], force: bool, repo
             continue
         seen.add(doc.doc_id)
         content_hash = doc.content_hash()
-        stored = batch.pending_hash(doc.doc_id) or store.doc_hash(doc.doc_id)
+        pending = batch.pending_hash(doc.doc_id)
+        stored = pending or store.doc_hash(doc.doc_id)
         if stored is not None and stored in (content_hash, doc.content_hash(with_origin=True)):
             report.documents_unchanged += 1
             # stored, not pending: it may have moved in its file (its origin is refreshed with the file)
-            staged.append((doc.doc_id, None if batch.pending_hash(doc.doc_id) else (doc.doc_id, doc.meta, content_hash)))
+            staged.append((doc.doc_id, None if pending else (doc.doc_id, doc.meta, content_hash)))
             continue
         seg = segment_document(doc, cfg.segment)
         report.truncated_sections += seg.truncated_sections

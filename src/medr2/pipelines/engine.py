@@ -97,14 +97,11 @@ class Engine:
         (a guideline summary's recommendations field, not its scope fields), nearest last: a list
         header's grade and the section heading a recommendation sits under. Each document is read
         once."""
-        store = self.index.store
-        rids = [r for r in (store.rowid_of(p) for p in passage_ids) if r is not None]
-        docs = {m["doc_id"] for m in store.passages(rids).values()}
         wanted, out = set(passage_ids), {}
-        for doc in docs:
+        for ps in self._documents_of(passage_ids):
             texts: list[str] = []
             path = None
-            for p in store.doc_passages(doc):
+            for p in ps:
                 if p.heading_path != path:
                     texts, path = [], p.heading_path
                 if p.passage_id in wanted:
@@ -112,17 +109,20 @@ class Engine:
                 texts.append(p.text)
         return out
 
+    def _documents_of(self, passage_ids: list[str]):
+        """The passages, in order, of each document that holds one of ``passage_ids``."""
+        store = self.index.store
+        rids = [r for r in (store.rowid_of(p) for p in passage_ids) if r is not None]
+        for doc in {m["doc_id"] for m in store.passages(rids).values()}:
+            yield store.doc_passages(doc)
+
     def next_texts(self, passage_ids: list[str], n: int = MAX_LIST_ITEMS) -> dict[str, list[tuple[str, str]]]:
         """For each passage, (passage id, text) of the next ``n`` passages in its document under the
         same headings, nearest first (where a list cut from its lead-in by segmentation goes on; an
         item may be a passage of its own, so as many passages as a list takes items);
         passages that end their part are left out. Each document is read once."""
-        store = self.index.store
-        rids = [r for r in (store.rowid_of(p) for p in passage_ids) if r is not None]
-        docs = {m["doc_id"] for m in store.passages(rids).values()}
         wanted, out = set(passage_ids), {}
-        for doc in docs:
-            ps = store.doc_passages(doc)
+        for ps in self._documents_of(passage_ids):
             for i, a in enumerate(ps):
                 if a.passage_id in wanted:
                     after = list(itertools.takewhile(lambda b: b.heading_path == a.heading_path, ps[i + 1:i + 1 + n]))
