@@ -174,7 +174,7 @@ def moved_keys_read(config: dict) -> dict:
     >>> moved_keys_read({"appraise": {"context_tokens": 1024, "alpha": 1.0}})["apply"]
     {'context_tokens': 1024, 'choice_rationale': 'before'}
     >>> moved_keys_read({})["recommend"]  # a section added since is read at its old values too
-    {'section_headings': False, 'cover_min_relevance': 0.2, 'llm_cover_min_relevance': 0.3}
+    {'section_headings': False, 'cover_min_relevance': 0.2, 'llm_cover_min_relevance': 0.3, 'guideline_by': 'statement'}
     >>> moved_keys_read({"kg": {"cases": {"k": 3}}})["kg"]["cases"]
     {'k': 3, 'passages_k': 0, 'min_findings': 0}
     """
