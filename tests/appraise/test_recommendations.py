@@ -76,6 +76,21 @@ def test_a_list_inherits_the_grade_of_its_header():
     assert header_grade(["Background and scope:", "- Offer X."]) == (None, None)
 
 
+def test_a_header_in_the_passage_is_no_statement_and_grades_the_statements_under_it():
+    text = ("The following recommendations are based on good and consistent evidence (Level A):\n"
+            "- Women should be offered screening for HIV.\n"
+            "- Antibiotics should not be used for viral infection (Level C).\n"
+            "The following recommendation is based on consensus and expert opinion (Level C):\n"
+            "- Consider a follow-up visit if the person has:\n- fever\n- pain\n"
+            "Treatment\n"
+            "- Offer oral rehydration to children with diarrhoea.")
+    got = [(s.statement[:30], s.grade, s.direction) for s in extract(text)]
+    assert got == [("Women should be offered screen", "Level A", "for"),
+                   ("Antibiotics should not be used", "Level C", "against"),  # its own grade stands
+                   ("Consider a follow-up visit if ", "Level C", "for"),  # a list under the second header
+                   ("Offer oral rehydration to chil", None, "for")]  # a new heading: no header in force
+
+
 def test_population():
     assert population_of("For adult patients with PTSD, the panel suggests CBT.") == "adult patients with PTSD"
     assert population_of("Women who breastfeed may use warfarin.") is None or \

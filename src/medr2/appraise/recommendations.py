@@ -157,18 +157,31 @@ def extract(text: str, max_follow: int = 2) -> list[Statement]:
     stays with it when it starts with a pronoun that refers back."""
     out: list[Statement] = []
     lead: Optional[_List] = None  # the list a lead-in opened, while its items come
+    header: tuple[Optional[str], Optional[str]] = (None, None)  # the grade of the header in force
+    header_section: Optional[str] = None
+
+    def graded(stmts: list[Statement]) -> list[Statement]:
+        return [_inherit(x, header) for x in stmts]
+
     for section, raw in _units(text):
         unit = _unit_text(raw)
         if lead is not None:
             if section == lead.section and lead.takes(raw, unit):
                 continue
-            out[lead.at:lead.at + 1] = lead.statements(open_list=False)
+            out[lead.at:lead.at + 1] = graded(lead.statements(open_list=False))
             lead = None
+        if section != header_section:  # a header's grade holds under its own heading only
+            header, header_section = (None, None), section
         if not unit or STARTS_OWN.match(unit):
             continue
         current: list[str] = []
         follow = 0
         for _, _, s in sentences(unit):
+            if is_header(s):  # "The following recommendations are based on ... (Level A):"
+                if current:
+                    out.append(_inherit(_statement(" ".join(current), section), header))
+                current, header = [], parse_grade(s)
+                continue
             refers_back = bool(re.match(r"(?i)^(?:these|this|they|it|such|both|either|the latter|however|"
                                         r"in (?:these|such) (?:cases|patients))\b", s))
             if current and GRADE_ONLY.match(s):  # "... the risk. (Strong recommendation; level B)"
@@ -176,17 +189,17 @@ def extract(text: str, max_follow: int = 2) -> list[Statement]:
                 continue
             if is_recommendation(s) and not (current and refers_back and follow < max_follow):
                 if current:
-                    out.append(_statement(" ".join(current), section))
+                    out.append(_inherit(_statement(" ".join(current), section), header))
                 current, follow = [s], 0
             elif current and follow < max_follow:
                 current.append(s)
                 follow += 1
         if current:
-            out.append(_statement(" ".join(current), section))
+            out.append(_inherit(_statement(" ".join(current), section), header))
             if is_lead_in(current[-1]):
                 lead = _List(len(out) - 1, out[-1].statement, section)
     if lead is not None:  # the passage ends inside the list
-        out[lead.at:lead.at + 1] = lead.statements(open_list=True)
+        out[lead.at:lead.at + 1] = graded(lead.statements(open_list=True))
     return [s for s in out if _is_advice(s.statement)]
 
 
@@ -194,6 +207,29 @@ MAX_LIST_ITEMS = 12  # items a list of conditions quotes at most (more: the quot
 # a colon line that heads recommendations or findings ("The following recommendations are based on
 # good evidence (Level A):") is a header whose grade its items inherit (header_grade), not a list
 _HEADER_WORDS = re.compile(r"(?i)\b(?:recommendations?|conclusions?|statements?|based on)\b")
+
+
+def is_header(sentence: str) -> bool:
+    """A line that heads recommendations ("The following recommendations are based on good and
+    consistent evidence (Level A):"): no statement of its own; the statements after it under the
+    same heading take its grade when they carry none (:func:`extract`; across passages,
+    :func:`header_grade`).
+
+    >>> is_header("The following recommendation is based on limited evidence (Level B):")
+    True
+    >>> is_header("Consider echocardiography if the person has:")
+    False
+    """
+    return sentence.rstrip().endswith(":") and bool(_HEADER_WORDS.search(sentence))
+
+
+def _inherit(statement: Statement, header: tuple[Optional[str], Optional[str]]) -> Statement:
+    """A statement with no grade of its own takes the grade of the header it sits under."""
+    if statement.grade is None and header[0] is not None:
+        statement.grade, statement.strength = header
+        if statement.strength == "insufficient":
+            statement.direction = "neutral"
+    return statement
 
 
 def is_lead_in(statement: str) -> bool:

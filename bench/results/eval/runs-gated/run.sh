@@ -13,7 +13,9 @@ ROUND=${ROUND:-10}
 SETS=${SETS:-mmlu,medqa,medmcqa,pubmedqa,bioasq}
 .venv/bin/python bench/eval.py --phase direct --runs $RUNS
 # --limit N answers the first N of each seeded subset (its file order); a larger N continues
+# FROM=R starts at round R (the rounds before it done: each skipped cell costs a process start)
 for r in 1 2 3 4 5 6 7 8 9 10; do
+  if [ "$r" -lt "${FROM:-1}" ]; then continue; fi
   N=$((r * ROUND))
   .venv/bin/python bench/eval.py --phase medr2 --datasets $SETS --limit $N --runs $RUNS
   .venv/bin/python bench/eval.py --phase rag --datasets $SETS --limit $N --runs $RUNS
