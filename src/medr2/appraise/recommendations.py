@@ -207,6 +207,7 @@ MAX_LIST_ITEMS = 12  # items a list of conditions quotes at most (more: the quot
 # a colon line that heads recommendations or findings ("The following recommendations are based on
 # good evidence (Level A):") is a header whose grade its items inherit (header_grade), not a list
 _HEADER_WORDS = re.compile(r"(?i)\b(?:recommendations?|conclusions?|statements?|based on)\b")
+_HEADS = re.compile(r"(?i)\b(?:recommendations?|conclusions?|statements?)\b|\bthe following\b.*\bbased on\b")
 
 
 def is_header(sentence: str) -> bool:
@@ -217,10 +218,14 @@ def is_header(sentence: str) -> bool:
 
     >>> is_header("The following recommendation is based on limited evidence (Level B):")
     True
-    >>> is_header("Consider echocardiography if the person has:")
-    False
+    >>> is_header("Consider echocardiography if the person has:"), is_header("Treatment should be based on severity:")
+    (False, False)
     """
-    return sentence.rstrip().endswith(":") and bool(_HEADER_WORDS.search(sentence))
+    if not sentence.rstrip().endswith(":"):
+        return False
+    # "based on" alone heads a list only with a grade or "the following" ("Treatment should be
+    # based on severity:" introduces its own list)
+    return bool(_HEADS.search(sentence)) or (bool(_HEADER_WORDS.search(sentence)) and parse_grade(sentence)[0] is not None)
 
 
 def _inherit(statement: Statement, header: tuple[Optional[str], Optional[str]]) -> Statement:
