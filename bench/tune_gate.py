@@ -13,6 +13,7 @@ relevance floor (the setting nearer plain RAG).
     python bench/tune_gate.py RUN_DIRS --weight 0.5 --min-relevance 0.1      # replay one setting
     python bench/tune_gate.py --grid bench/results/eval/runs --weight 0.5     # report: committed grid
     python bench/tune_gate.py bench/results/gate-dev/*/*/* --generated bench/results/gate-dev-generated
+    python bench/tune_gate.py bench/results/gate-dev-zh/*/*/* --weight-only   # gate.language_weights["zh"]
 
 ``--generated DIR`` chooses ``gate.generated_weight``: DIR holds generated runs of ``direct`` and
 ``vanilla_rag`` (plain RAG) on the same questions, ``DIR/<set>/<method>/<model>/<id>.json``; the
@@ -84,10 +85,10 @@ def accuracy(records: list[dict], floor: float, weight: float) -> dict[str, floa
     return macro_accuracy(records, lambda r: gated(r, floor, weight))
 
 
-def choose(records: list[dict]) -> tuple[float, float, dict]:
+def choose(records: list[dict], floors: list[float] = FLOORS) -> tuple[float, float, dict]:
     best = None
     for w in WEIGHTS:
-        for m in FLOORS:
+        for m in floors:
             a = accuracy(records, m, w)["macro"]
             key = (round(a, 9), w, -m)
             if best is None or key > best[0]:
@@ -212,6 +213,9 @@ def main() -> int:
     ap.add_argument("--weight", type=float, help="replay this evidence weight instead of choosing")
     ap.add_argument("--min-relevance", type=float, default=0.0)
     ap.add_argument("--generated", type=Path, help="choose gate.generated_weight with the generated runs in this folder")
+    ap.add_argument("--weight-only", action="store_true",
+                    help="choose the weight alone, at --min-relevance (a language's gate.language_weights entry: "
+                         "the floor is one for every language)")
     args = ap.parse_args()
     if args.grid:
         if args.weight is None:
@@ -245,7 +249,7 @@ def main() -> int:
         row(f"weight {w}, no floor", accuracy(recs, 0.0, w))
     for m in FLOORS[1:]:
         row(f"floor {m}, weight 1.0", accuracy(recs, m, 1.0))
-    m, w, a = choose(recs)
+    m, w, a = choose(recs, [args.min_relevance] if args.weight_only else FLOORS)
     row(f"**chosen: floor {m}, weight {w}**", a)
     rels = sorted(r["rel"] for r in recs if r["rel"] is not None)
     if rels:

@@ -64,6 +64,14 @@ def test_the_combined_answer_is_the_weighted_sum_of_both_distributions(engine):
     assert full.answer == plain.answer and full.gate["mode"] == "evidence"
 
 
+def test_a_language_weight_replaces_the_evidence_weight_for_questions_in_that_language(engine):
+    # the question is English: an "en" entry decides, a "zh" entry is not read
+    never = run(engine, min_relevance=0.0, evidence_weight=1.0, language_weights={"en": 0.0})
+    assert never.gate["mode"] == "none" and never.answer == never.gate["answer_without"]
+    other = run(engine, min_relevance=0.0, evidence_weight=1.0, language_weights={"zh": 0.0})
+    assert other.gate["mode"] == "evidence" and other.answer == other.gate["answer_with"]
+
+
 def test_generated_answers_skip_irrelevant_evidence_and_answer_uncited(engine):
     res = run(engine, mode="generate", min_relevance=0.999)
     assert res.evidence_used is False and res.citations == [] and res.method in ("llm", "error", "unparsed")

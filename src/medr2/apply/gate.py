@@ -128,10 +128,12 @@ def decide(s0: dict[str, float], s1: dict[str, float], relevance: Optional[float
                   confidence_with=c1, scores_without=log_softmax(s0), scores_with=log_softmax(s1))
     why_not = relevance_gate(relevance, min_relevance)
     if why_not or weight == 0.0:
-        reason = why_not or "gate.evidence_weight = 0: answers never read the evidence"
+        reason = why_not or ("evidence weight 0 (gate.evidence_weight, or gate.language_weights for the question's "
+                             "language): answers never read the evidence")
         return GateDecision("none", False, reason + f"; answered without it ({a0})", weight=0.0, answer=a0, **common)
     if weight == 1.0:
-        return GateDecision("evidence", True, f"the evidence decides (gate.evidence_weight = 1): {a1}", weight=1.0,
+        return GateDecision("evidence", True, f"the evidence decides (evidence weight 1: gate.evidence_weight, or "
+                                              f"gate.language_weights): {a1}", weight=1.0,
                             answer=a1, **common)
     ans = best_letter(combine(s0, s1, weight))
     if a0 == a1:

@@ -214,6 +214,14 @@ class GateConfig(Section):
     # 1 = the evidence alone decides (plain RAG), 0 = never read it.
     # Dev choice: 0.5 (macro accuracy 46.5 against 44.2 direct and 41.8 plain RAG on dev).
     evidence_weight: float = Field(0.5, ge=0.0, le=1.0)
+    # The same weight for questions in a language (medr2.util.text.detect_language: "en", "zh"),
+    # in place of evidence_weight: the relevance model and the English dev pools that chose 0.5 do
+    # not speak for another language's evidence. {} = evidence_weight for every language.
+    # Ships empty: on Chinese dev pools the best weight depended on the corpus (bench/tune_gate.py
+    # --weight-only: 0.0 over CMB-single, CMExam and CMMLU-medical answered from the general Chinese
+    # index, 87 questions; 0.6 with TCMBench's training-fold FKU and KHC items and their solved-item
+    # index added, 177; bench/README.md, "Evidence gate"), so no language default was set.
+    language_weights: dict[str, float] = Field(default_factory=dict)
     # Generated answers to multiple-choice questions: where the letter the model writes with the
     # evidence differs from the one it writes without, the same combination, with this weight,
     # picks between the two written letters (medr2.apply.gate.decide_generated); 1 = the evidence's
@@ -223,6 +231,22 @@ class GateConfig(Section):
     # the plain evidence letters' 54.7 macro (direct 50.0, lower weights 52.3-53.9), ties going to
     # the larger weight: 1.0. Weighing never helped there; it stays available.
     generated_weight: float = Field(1.0, ge=0.0, le=1.0)
+
+    @field_validator("language_weights")
+    @classmethod
+    def _weights(cls, v: dict[str, float]) -> dict[str, float]:
+        bad = {k: w for k, w in v.items() if not 0.0 <= w <= 1.0}
+        if bad:
+            raise ValueError(f"gate.language_weights: every weight is between 0 and 1, got {bad}")
+        return v
+
+    def weight_for(self, language: str) -> float:
+        """The log-likelihood evidence weight for a question in ``language``.
+
+        >>> GateConfig(language_weights={"zh": 0.2}).weight_for("zh"), GateConfig().weight_for("zh")
+        (0.2, 0.5)
+        """
+        return self.language_weights.get(language, self.evidence_weight)
 
 
 class RecommendConfig(Section):

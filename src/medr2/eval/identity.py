@@ -86,6 +86,7 @@ ADDED_KEYS: dict[tuple[str, ...], object] = {
     ("gate", "generated_weight"): 1.0,  # a generated letter with evidence always stood (2026-12-06)
     ("appraise", "floor_min_passages"): 0,  # the relevance floor was never waived (2026-12-06)
     ("recommend", "guideline_by"): "statement",  # one_guideline kept the best statement's guideline (2026-12-06)
+    ("gate", "language_weights"): {},  # one loglik evidence weight for every language (2026-12-06)
 }
 
 
