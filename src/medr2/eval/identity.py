@@ -5,7 +5,8 @@ write into one run directory (:func:`run_identity`), less what cannot change an 
 
 Example::
 
-    >>> run_identity({"dataset": "medqa:100", "answer_mode": "loglik", "config": {"serve": {"port": 1}}})["config"]
+    >>> run_identity({"dataset": "medqa:100", "method": "direct", "answer_mode": "loglik",
+    ...               "config": {"serve": {"port": 1}}})["config"]  # the service's settings change no answer
     {}
 """
 
