@@ -214,7 +214,7 @@ class GateConfig(Section):
     # 1 = the evidence alone decides (plain RAG), 0 = never read it.
     # Dev choice: 0.5 (macro accuracy 46.5 against 44.2 direct and 41.8 plain RAG on dev).
     evidence_weight: float = Field(0.5, ge=0.0, le=1.0)
-    # The same weight for questions in a language (medr2.util.text.detect_language: "en", "zh"),
+    # The same weight for questions in a language (medr2.formulate.language.question_language: "en", "zh"),
     # in place of evidence_weight: the relevance model and the English dev pools that chose 0.5 do
     # not speak for another language's evidence. {} = evidence_weight for every language.
     # Ships empty: on Chinese dev pools the best weight depended on the corpus (bench/tune_gate.py

@@ -27,7 +27,6 @@ from medr2.formulate.language import language_refusal, question_language, target
 from medr2.llm.base import LLMError, Usage, stage, structured, track
 from medr2.schema import AskResult, EvidenceRow, Hit
 from medr2.search.hybrid import QueryError, validate_query
-from medr2.util.text import detect_language
 
 
 def validate_options(options: Optional[dict[str, str]]) -> dict[str, str]:
@@ -261,7 +260,7 @@ class Method:
                 except LLMError as err:
                     return failed_answer(err)
             dec = skip_loglik(s0, rel, why_not) if why_not else decide(s0, s1, rel, g.min_relevance,
-                                                                        g.weight_for(detect_language(question)))
+                                                                        g.weight_for(question_language(question)))
             ans = lk.as_answer(s1, why1 if dec.evidence_used else why0, len(evidence) if dec.evidence_used else 0)
             ans.answer = dec.answer
         elif why_not or (weigh and g.generated_weight == 0.0):
