@@ -9,7 +9,7 @@ and the answer), assess (the stop rule), and the LLM-AMT baseline.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
@@ -221,7 +221,7 @@ class GateConfig(Section):
     # --weight-only: 0.0 over CMB-single, CMExam and CMMLU-medical answered from the general Chinese
     # index, 87 questions; 0.6 with TCMBench's training-fold FKU and KHC items and their solved-item
     # index added, 177; bench/README.md, "Evidence gate"), so no language default was set.
-    language_weights: dict[str, float] = Field(default_factory=dict)
+    language_weights: dict[str, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(default_factory=dict)
     # Generated answers to multiple-choice questions: where the letter the model writes with the
     # evidence differs from the one it writes without, the same combination, with this weight,
     # picks between the two written letters (medr2.apply.gate.decide_generated); 1 = the evidence's
@@ -231,14 +231,6 @@ class GateConfig(Section):
     # the plain evidence letters' 54.7 macro (direct 50.0, lower weights 52.3-53.9), ties going to
     # the larger weight: 1.0. Weighing never helped there; it stays available.
     generated_weight: float = Field(1.0, ge=0.0, le=1.0)
-
-    @field_validator("language_weights")
-    @classmethod
-    def _weights(cls, v: dict[str, float]) -> dict[str, float]:
-        bad = {k: w for k, w in v.items() if not 0.0 <= w <= 1.0}
-        if bad:
-            raise ValueError(f"gate.language_weights: every weight is between 0 and 1, got {bad}")
-        return v
 
     def weight_for(self, language: str) -> float:
         """The log-likelihood evidence weight for a question in ``language``.
