@@ -183,6 +183,7 @@ class SearchResult(_Model):
     query: str
     hits: list[Hit] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)  # e.g. why the hits carry no relevance score
 
 
 class EvidenceRow(_Model):

@@ -242,6 +242,8 @@ def test_eval_run_marks_a_mixed_set_free_text_whatever_slice_it_answers(tmp_path
     assert sorted(f.name for f in run_dir.glob("*.json")) == ["manifest.json", "mc.json"]
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest.get("free_text") is True and "multiple_choice" not in manifest
+    # the languages of the whole subset and of the index (English only: rerank.max_unknown_share is not compared)
+    assert manifest["languages"] == {"questions": ["en"], "index": ["en"]}
     # a set of free-text questions only is marked so: no multiple-choice setting is compared
     monkeypatch.setattr(runner, "load_questions", lambda name, benchmark: list(qs[1:]))
     r = CliRunner().invoke(main, ["eval", "run", "--dataset", "free", "--method", "vanilla_rag", "--index",

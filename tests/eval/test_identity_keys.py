@@ -56,3 +56,28 @@ def test_the_guard_reports_a_new_key_and_spares_runtime_ones():
     keys = dotted_keys(Config().model_dump()) | {("rerank", "made_up"), ("ingest", "made_up")}
     new = {k for k in keys - snapshot() if not runtime_only(k)}
     assert new - set(ADDED_KEYS) == {("rerank", "made_up")}
+
+
+def test_the_unreadable_script_setting_is_compared_only_where_a_language_other_than_english_is_read():
+    """Runs recorded before rerank.max_unknown_share scored every script (1.0): a Chinese run resumed
+    under the default (0.2) is refused; an English one (questions and index) resumes, since English
+    text has no unknown pieces."""
+    from medr2.eval.identity import identity_diff, run_identity
+
+    def manifest(questions, index, share=None):
+        cfg = {"rerank": {"top_n": 30} | ({"max_unknown_share": share} if share is not None else {})}
+        return {"dataset": "x:100", "method": "medr2", "answer_mode": "loglik", "config": cfg,
+                "languages": {"questions": questions, "index": index}}
+
+    old_zh, new_zh = manifest(["zh"], ["zh"]), manifest(["zh"], ["zh"], 0.2)
+    assert identity_diff(run_identity(new_zh), run_identity(old_zh)) == ["config [rerank]"]
+    assert identity_diff(run_identity(manifest(["en"], ["en"], 0.2)), run_identity(manifest(["en"], ["en"]))) == []
+    # an English question over an index holding Chinese passages reads the setting too
+    assert identity_diff(run_identity(manifest(["en"], ["en", "zh"], 0.2)), run_identity(manifest(["en"], ["en", "zh"])))
+    # ... and a run that kept the fused order (no cross-encoder) never read it
+    fused_old, fused_new = manifest(["zh"], ["zh"]), manifest(["zh"], ["zh"], 0.2)
+    for m in (fused_old, fused_new):
+        m["config"]["rerank"]["cross_encoder"] = ""
+    assert identity_diff(run_identity(fused_new), run_identity(fused_old)) == []
+    no_langs = {k: v for k, v in new_zh.items() if k != "languages"}
+    assert identity_diff(run_identity(no_langs), run_identity(old_zh))  # unknown languages: compared

@@ -49,6 +49,8 @@ def search(query, index_dir, config_path, k, as_json, source_types, year_min, ye
 
 def _print_hits(result) -> None:
     click.echo(f"query: {result.query}")
+    for note in result.notes:
+        click.echo(f"note: {note}")
     for n, h in enumerate(result.hits, 1):
         s = h.scores
         parts = [f"fused={s['fused']:.3f}" if s.get("fused") is not None else ""]

@@ -88,6 +88,7 @@ ADDED_KEYS: dict[tuple[str, ...], object] = {
     ("appraise", "floor_min_passages"): 0,  # the relevance floor was never waived (2026-12-06)
     ("recommend", "guideline_by"): "statement",  # one_guideline kept the best statement's guideline (2026-12-06)
     ("gate", "language_weights"): {},  # one loglik evidence weight for every language (2026-12-06)
+    ("rerank", "max_unknown_share"): 1.0,  # the cross-encoder scored every script (2026-12-07)
 }
 
 
@@ -140,7 +141,26 @@ def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
     elif no_llm_run(manifest) or not _fine_rerank(method):
         # the floor's waiver: generated answers of the methods with a fine rerank only
         out = _merged(out, {"appraise": {"floor_min_passages"}})
+    fused = ((manifest.get("config") or {}).get("rerank") or {}).get("cross_encoder") == ""
+    if english_only(manifest) or fused:
+        # the unknown-token share of English text is ~0 in any vocabulary (at most 1.9% with the
+        # bundled one); the fused order has no vocabulary
+        out = _merged(out, {"rerank": {"max_unknown_share"}})
     return out
+
+
+def english_only(manifest: dict) -> bool:
+    """Whether the run's questions and its index are all English (``languages`` in the manifest;
+    False when it does not say).
+
+    >>> english_only({"languages": {"questions": ["en"], "index": ["en"]}}), english_only({})
+    (True, False)
+    >>> english_only({"languages": {"questions": ["en"], "index": ["en", "zh"]}})
+    False
+    """
+    langs = manifest.get("languages") or {}
+    seen = set(langs.get("questions") or []) | set(langs.get("index") or [])
+    return seen == {"en"} and bool(langs.get("questions")) and bool(langs.get("index"))
 
 
 def no_llm_run(manifest: dict) -> bool:

@@ -37,7 +37,7 @@ from medr2.llm.cache import LLMCache
 from medr2.schema import Hit
 from medr2.search.hybrid import HybridSearcher
 from medr2.search.llm_rerank import LLMPointwiseReranker
-from medr2.search.rerank import MedR2Reranker, load_reranker
+from medr2.search.rerank import MedR2Reranker, coarse_rerank, load_reranker
 
 
 class Engine:
@@ -238,9 +238,13 @@ class Engine:
         return self.searcher.pool_many(queries, k, exclude_docs=exclude_docs)
 
     def rerank(self, query: str, hits: list[Hit], k: int, notes: list[str]) -> list[Hit]:
-        """The coarse rerank to ``k``; a failing LLM reranker keeps the fused order, with a note."""
+        """The coarse rerank to ``k``; a failing LLM reranker keeps the fused order, with a note, and
+        so does a cross-encoder for what it cannot read (``rerank.max_unknown_share``)."""
         try:
-            return self.searcher.reranker.rerank(query, hits, k)
+            out, note = coarse_rerank(self.searcher.reranker, query, hits, k, self.config.rerank.max_unknown_share)
+            if note:
+                notes.append(note)
+            return out
         except LLMError as err:
             notes.append(f"coarse reranker failed ({err}); kept the fused order")
             return hits[:k]

@@ -118,6 +118,31 @@ def tokenizer():
     return AutoTokenizer.from_pretrained(str(base_model_dir()))
 
 
+# Characters of a text read to measure its unknown-token share (a passage's opening tells its script).
+SHARE_CHARS = 1000
+
+
+def _share(ids: Sequence[int], unk: Optional[int], n: Optional[int] = None) -> float:
+    """The share of the first ``n`` ids (all by default) that are ``unk`` (0 for no ids or no unknown token)."""
+    ids = list(ids)[:len(ids) if n is None else n]
+    if not ids or unk is None:
+        return 0.0
+    return sum(i == unk for i in ids) / len(ids)
+
+
+def hf_unknown_shares(tok, texts: Sequence[str], max_length: int) -> np.ndarray:
+    """:meth:`CrossEncoderBase.unknown_shares` with a transformers tokenizer (the PyTorch engine
+    and sentence-transformers cross-encoders), over the first ``max_length`` pieces of each text.
+
+    >>> shares = hf_unknown_shares(tokenizer(), ["Metformin in kidney disease", "患者反复上腹痛三年"], 128)
+    >>> float(shares[0]), bool(shares[1] > 0.5)
+    (0.0, True)
+    """
+    ids = tok([t[:SHARE_CHARS] for t in texts], add_special_tokens=False, truncation=True,
+              max_length=max_length)["input_ids"]
+    return np.array([_share(x, tok.unk_token_id) for x in ids], dtype=np.float64)
+
+
 def sibling_smooth(logits: Sequence[float], doc_ids: Sequence[str], weight: float) -> np.ndarray:
     """``logit + weight * (best logit of the same document - logit)``: a passage that reads poorly
     alone (a methods section, a table) but belongs to a document whose best passage answers the
@@ -181,6 +206,12 @@ class CrossEncoderBase:
     def calibrate(self, logits: np.ndarray) -> np.ndarray:
         return 1.0 / (1.0 + np.exp(-(self.a * np.asarray(logits, dtype=np.float64) + self.b)))
 
+    def unknown_shares(self, texts: Sequence[str]) -> np.ndarray:
+        """The share of each text's word pieces that the model's vocabulary maps to its unknown
+        token (within the pieces it would read): near 0 for English, about 0.7 for Chinese, whose
+        characters the bundled MiniLM vocabulary mostly lacks (medr2.search.rerank reads it)."""
+        raise NotImplementedError
+
     def relevance(self, query: str, texts: Sequence[str], doc_ids: Optional[Sequence[str]] = None) -> np.ndarray:
         """Calibrated relevance of ``texts`` given in fused order (the rank prior applies, and the
         sibling pull when their ``doc_ids`` are given)."""
@@ -211,6 +242,9 @@ class MiniCrossEncoder(CrossEncoderBase):
                 out[idx] = self.model(**enc).logits[:, 0].float().numpy()
         return out
 
+    def unknown_shares(self, texts: Sequence[str]) -> np.ndarray:
+        return hf_unknown_shares(self.tok, texts, self.max_length)
+
 
 class OnnxCrossEncoder(CrossEncoderBase):
     """The cross-encoder on its ONNX export (``medr2 build-runtime``), tokenised by ``tokenizers``
@@ -229,6 +263,11 @@ class OnnxCrossEncoder(CrossEncoderBase):
         for idx in self._batches(texts):
             out[idx] = self.session.run(None, feeds(self.tok, [(query, texts[i]) for i in idx]))[0][:, 0]
         return out
+
+    def unknown_shares(self, texts: Sequence[str]) -> np.ndarray:
+        unk = self.tok.token_to_id("[UNK]")
+        enc = self.tok.encode_batch([t[:SHARE_CHARS] for t in texts], add_special_tokens=False)
+        return np.array([_share(e.ids, unk, sum(e.attention_mask)) for e in enc], dtype=np.float64)
 
 
 def save_model(model, out: Path, card: dict) -> None:

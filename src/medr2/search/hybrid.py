@@ -30,7 +30,7 @@ from medr2.config import Config
 from medr2.index.index import Index, IndexError_
 from medr2.schema import Hit, SearchResult, SourceType
 from medr2.search.fusion import fuse, rrf_score, union_candidates
-from medr2.search.rerank import Reranker, load_reranker
+from medr2.search.rerank import Reranker, coarse_rerank, load_reranker
 from medr2.util.text import detect_language
 
 
@@ -125,10 +125,10 @@ class HybridSearcher:
         t0 = time.perf_counter()
         hits = self.pool(query, k, filters, fusion, timings=timings)
         t = time.perf_counter()
-        hits = self.reranker.rerank(query, hits, k)
+        hits, note = coarse_rerank(self.reranker, query, hits, k, self.config.rerank.max_unknown_share)
         timings["rerank_ms"] = (time.perf_counter() - t) * 1000
         timings["total_ms"] = (time.perf_counter() - t0) * 1000
-        return SearchResult(query=query, hits=hits[:k], timings_ms=timings)
+        return SearchResult(query=query, hits=hits[:k], timings_ms=timings, notes=[note] if note else [])
 
     def pool(self, query: str, k: int, filters: Optional[Filters] = None, fusion: Optional[str] = None,
              exclude_docs: frozenset[str] = frozenset(), timings: Optional[dict[str, float]] = None) -> list[Hit]:

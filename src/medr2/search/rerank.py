@@ -19,7 +19,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Optional, Protocol, Sequence
 
 import numpy as np
 
@@ -75,6 +75,11 @@ class CrossEncoderReranker:
         inside = bool(np.all((scores >= 0) & (scores <= 1)))
         return _set_scores(hits, scores, scores if inside else 1 / (1 + np.exp(-scores)), top_n)
 
+    def unknown_shares(self, texts: list[str]) -> np.ndarray:
+        from medr2.search.cross_encoder import hf_unknown_shares
+
+        return hf_unknown_shares(self.model.tokenizer, texts, int(getattr(self.model, "max_length", None) or 512))
+
 
 class MedR2Reranker:
     """medr2's own cross-encoder (:mod:`medr2.search.cross_encoder`), calibrated relevance."""
@@ -98,6 +103,9 @@ class MedR2Reranker:
         score = self.model.with_prior(self.model.with_siblings(raw, [h.doc_id for h in hits]), ranks)
         return _set_scores(hits, score, self.model.calibrate(score), top_n)
 
+    def unknown_shares(self, texts: list[str]) -> np.ndarray:
+        return self.model.unknown_shares(texts)
+
 
 def load_reranker(cfg: RerankConfig, device: str = "cpu") -> Reranker:
     if not cfg.cross_encoder:
@@ -110,3 +118,58 @@ def load_reranker(cfg: RerankConfig, device: str = "cpu") -> Reranker:
         raise RuntimeError(f"rerank.runtime = 'onnx' runs medr2's own cross-encoders; {cfg.cross_encoder!r} is a "
                            "sentence-transformers model, which runs on torch: set rerank.runtime to 'auto' or 'torch'")
     return CrossEncoderReranker(cfg.cross_encoder, cfg.batch_size, device)
+
+
+def unread(shares: Sequence[float], max_unknown: float) -> list[bool]:
+    """Which texts a model cannot read: more than ``max_unknown`` of their word pieces unknown to
+    its vocabulary (``rerank.max_unknown_share``; 1 reads everything).
+
+    >>> unread([0.0, 0.69, 0.2], 0.2)
+    [False, True, False]
+    """
+    return [float(x) > max_unknown for x in shares]
+
+
+def coarse_rerank(reranker: Reranker, query: str, hits: list[Hit], top_n: int,
+                  max_unknown: float = 1.0) -> tuple[list[Hit], Optional[str]]:
+    """The coarse rerank to ``top_n`` with a note, reading only what the model can read.
+
+    A cross-encoder whose vocabulary lacks a text's script (the bundled MiniLM maps about 70% of a
+    Chinese question's pieces to its unknown token) scores noise, and a calibrated noise score
+    would reorder the evidence, pass the relevance floor and feed the evidence gate. So a query it
+    cannot read keeps the fused order and no passage gets a relevance score; passages it cannot read
+    keep their fused positions unscored, the others are reordered among the remaining positions.
+    Downstream a passage without relevance keeps its coarse position (medr2.appraise.order) and the
+    gate weighs such evidence by its weight alone. A reranker without ``unknown_shares`` (the fused
+    order, an LLM) reads everything.
+
+    >>> class Ascii(FusedOrder):  # a toy model that reads ASCII only and orders by length
+    ...     def unknown_shares(self, texts): return [sum(not c.isascii() for c in t) / len(t) for t in texts]
+    ...     def rerank(self, query, hits, top_n): return sorted(hits, key=lambda h: -len(h.text))[:top_n]
+    >>> hits = [Hit(passage_id=p, doc_id=p, text=t) for p, t in (("a", "short"), ("b", "肝癌"), ("c", "longer one"))]
+    >>> out, note = coarse_rerank(Ascii(), "dose?", hits, 3, 0.2)
+    >>> [h.passage_id for h in out], note
+    (['c', 'b', 'a'], '1 of 3 passages are in a script the coarse reranker (fused) cannot read: they keep their fused position, unscored')
+    >>> out, note = coarse_rerank(Ascii(), "剂量？", hits, 2, 0.2)
+    >>> [h.passage_id for h in out], note[:60]
+    (['a', 'b'], 'the coarse reranker (fused) cannot read the question (100% o')
+    """
+    shares = getattr(reranker, "unknown_shares", None)
+    if shares is None or max_unknown >= 1.0 or not hits:
+        return reranker.rerank(query, hits, top_n), None
+    q = float(shares([query])[0])
+    if q > max_unknown:
+        return hits[:top_n], (f"the coarse reranker ({reranker.name}) cannot read the question ({q:.0%} of its word "
+                              f"pieces are unknown to the model, over rerank.max_unknown_share {max_unknown}): "
+                              "kept the fused order, with no relevance scores")
+    skip = unread(shares([h.embedding_text() for h in hits]), max_unknown)
+    if not any(skip):
+        return reranker.rerank(query, hits, top_n), None
+    readable = [h for h, u in zip(hits, skip) if not u]
+    for i, h in enumerate(hits):  # the rank prior reads the fused position, not the position among the readable
+        h.scores.setdefault("best_rank", float(i + 1))
+    scored = iter(reranker.rerank(query, readable, len(readable)) if readable else [])
+    merged = [h if u else next(scored) for h, u in zip(hits, skip)]
+    note = (f"{sum(skip)} of {len(hits)} passages are in a script the coarse reranker ({reranker.name}) cannot read: "
+            "they keep their fused position, unscored")
+    return merged[:top_n], note
