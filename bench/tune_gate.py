@@ -14,6 +14,8 @@ relevance floor (the setting nearer plain RAG).
     python bench/tune_gate.py --grid bench/results/eval/runs --weight 0.5     # report: committed grid
     python bench/tune_gate.py bench/results/gate-dev/*/*/* --generated bench/results/gate-dev-generated
     python bench/tune_gate.py bench/results/gate-dev-zh/*/*/* --weight-only   # gate.language_weights["zh"]
+    python bench/tune_gate.py --pool 'en=bench/results/gate-dev/*/*/*' --pool 'zh=bench/results/gate-dev-zh/*/*/*' \
+        --pool 'tcm=bench/results/eval/tcm-dev/vanilla_rag/*/*/*'           # gate.confidence_gain with the weight
 
 ``--generated DIR`` chooses ``gate.generated_weight``: DIR holds generated runs of ``direct`` and
 ``vanilla_rag`` (plain RAG) on the same questions, ``DIR/<set>/<method>/<model>/<id>.json``; the
@@ -30,6 +32,7 @@ Never point it at the seeded evaluation subsets to choose: those are for reporti
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import sys
 from collections import defaultdict
@@ -38,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from medr2.apply.gate import best_letter, combine, decide_generated  # noqa: E402
+from medr2.apply.gate import best_letter, combine, decide, decide_generated  # noqa: E402
 from medr2.eval.scoring import mcnemar_p  # noqa: E402
 
 WEIGHTS = [round(0.1 * i, 1) for i in range(11)]
@@ -65,10 +68,11 @@ def load(run_dirs: list[Path]) -> list[dict]:
     return out
 
 
-def gated(r: dict, floor: float, weight: float) -> str:
+def gated(r: dict, floor: float, weight: float, gain: bool = False) -> str:
+    """The letter the pipeline's gate answers (medr2.apply.gate.decide) for this record."""
     if r["rel"] is not None and r["rel"] < floor:
         return best_letter(r["s0"])
-    return best_letter(combine(r["s0"], r["s1"], weight))
+    return decide(r["s0"], r["s1"], r["rel"], floor, weight, gain).answer
 
 
 def macro_accuracy(records: list[dict], letter) -> dict[str, float]:
@@ -81,8 +85,33 @@ def macro_accuracy(records: list[dict], letter) -> dict[str, float]:
     return acc
 
 
-def accuracy(records: list[dict], floor: float, weight: float) -> dict[str, float]:
-    return macro_accuracy(records, lambda r: gated(r, floor, weight))
+def accuracy(records: list[dict], floor: float, weight: float, gain: bool = False) -> dict[str, float]:
+    return macro_accuracy(records, lambda r: gated(r, floor, weight, gain))
+
+
+def choose_pooled(pools: dict[str, list[dict]]) -> None:
+    """``gate.confidence_gain`` and ``gate.evidence_weight`` over several dev pools at once (a
+    language or corpus each): the setting with the highest mean of the pools' macro accuracies,
+    ties to the larger weight, then to no confidence rule. Prints the table and the choice."""
+    names = list(pools)
+    print("| confidence_gain | weight | " + " | ".join(names) + " | mean | worst pool vs direct |")
+    print("|---|---:|" + "---:|" * (len(names) + 2))
+    direct = {n: accuracy(pools[n], 0.0, 0.0)["macro"] for n in names}
+    best = None
+    for gain in (False, True):
+        for w in WEIGHTS:
+            if gain and w == 0.0:
+                continue
+            acc = {n: accuracy(pools[n], 0.0, w, gain)["macro"] for n in names}
+            mean = sum(acc.values()) / len(acc)
+            worst = min(acc[n] - direct[n] for n in names)
+            print(f"| {gain} | {w} | " + " | ".join(f"{100 * acc[n]:.1f}" for n in names) +
+                  f" | {100 * mean:.2f} | {100 * worst:+.1f} |")
+            key = (round(mean, 9), w, not gain)
+            if best is None or key > best[0]:
+                best = (key, gain, w)
+    _, gain, w = best
+    print(f"\nchosen: gate.confidence_gain = {str(gain).lower()}, gate.evidence_weight = {w}")
 
 
 def choose(records: list[dict], floors: list[float] = FLOORS) -> tuple[float, float, dict]:
@@ -216,7 +245,21 @@ def main() -> int:
     ap.add_argument("--weight-only", action="store_true",
                     help="choose the weight alone, at --min-relevance (a language's gate.language_weights entry: "
                          "the floor is one for every language)")
+    ap.add_argument("--pool", action="append", default=[], metavar="NAME=GLOB",
+                    help="a named dev pool of run directories (repeat): choose gate.confidence_gain and "
+                         "gate.evidence_weight by the mean of the pools' macro accuracies")
     args = ap.parse_args()
+    if args.pool:
+        pools = {}
+        for spec in args.pool:
+            name, _, pattern = spec.partition("=")
+            dirs = sorted(Path(x) for x in glob.glob(pattern))
+            pools[name] = load(dirs)
+            sets = sorted({r["dataset"] for r in pools[name]})
+            print(f"{name}: {len(pools[name])} records from {len(dirs)} runs ({', '.join(sets)})")
+        print()
+        choose_pooled(pools)
+        return 0
     if args.grid:
         if args.weight is None:
             ap.error("--grid needs --weight (chosen on dev records first)")

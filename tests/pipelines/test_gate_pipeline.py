@@ -52,7 +52,7 @@ def test_irrelevant_evidence_is_not_read_and_the_answer_is_the_direct_one(engine
 def test_the_combined_answer_is_the_weighted_sum_of_both_distributions(engine):
     plain = run(engine, enabled=False)  # plain RAG: the evidence alone decides, no gate recorded
     assert plain.evidence_used is None and plain.gate == {}
-    res = run(engine, min_relevance=0.0, evidence_weight=0.5)
+    res = run(engine, min_relevance=0.0, evidence_weight=0.5, confidence_gain=False)
     assert res.evidence_used is True and res.gate["mode"] == "combined"
     gen = engine.generator
     s0 = letters(gen, option_prompt(Q, OPTS, []))
@@ -60,7 +60,7 @@ def test_the_combined_answer_is_the_weighted_sum_of_both_distributions(engine):
     # recompute the evidence distribution from the recorded one (renormalised log-probabilities)
     s1 = res.gate["scores_with"]
     assert res.answer == best_letter(combine(s0, s1, 0.5))
-    full = run(engine, min_relevance=0.0, evidence_weight=1.0)
+    full = run(engine, min_relevance=0.0, evidence_weight=1.0, confidence_gain=False)
     assert full.answer == plain.answer and full.gate["mode"] == "evidence"
 
 
@@ -68,8 +68,23 @@ def test_a_language_weight_replaces_the_evidence_weight_for_questions_in_that_la
     # the question is English: an "en" entry decides, a "zh" entry is not read
     never = run(engine, min_relevance=0.0, evidence_weight=1.0, language_weights={"en": 0.0})
     assert never.gate["mode"] == "none" and never.answer == never.gate["answer_without"]
-    other = run(engine, min_relevance=0.0, evidence_weight=1.0, language_weights={"zh": 0.0})
+    other = run(engine, min_relevance=0.0, evidence_weight=1.0, language_weights={"zh": 0.0}, confidence_gain=False)
     assert other.gate["mode"] == "evidence" and other.answer == other.gate["answer_with"]
+
+
+def test_the_confidence_rule_reads_the_evidence_only_where_it_makes_the_model_surer(engine):
+    free = run(engine, min_relevance=0.0, evidence_weight=0.5, confidence_gain=False)
+    ruled = run(engine, min_relevance=0.0, evidence_weight=0.5, confidence_gain=True)
+    g = ruled.gate
+    assert g["scores_with"] == free.gate["scores_with"]  # the same two distributions, another decision
+    if g["confidence_with"] > g["confidence_without"]:
+        assert ruled.evidence_used is True and ruled.answer == free.answer
+    else:
+        assert ruled.evidence_used is False and ruled.answer == g["answer_without"]
+        assert "did not make the model surer" in g["reason"] and "gate.confidence_gain" in g["reason"]
+    # whichever branch this model takes, a weight of 1 with the rule is one of the two answers
+    assert run(engine, min_relevance=0.0, evidence_weight=1.0, confidence_gain=True).answer in (
+        g["answer_without"], g["answer_with"])
 
 
 def test_generated_answers_skip_irrelevant_evidence_and_answer_uncited(engine):

@@ -10,8 +10,9 @@ Two signals:
   short prefill, the same prompt as direct answering) and **with** it (``s1``).
 
 The rule (:func:`decide`): evidence whose best relevance is below ``gate.min_relevance`` is not
-used (the model answers from ``s0``, or without evidence in generated mode); otherwise the two
-option distributions are combined log-linearly,
+used (the model answers from ``s0``, or without evidence in generated mode), nor, with
+``gate.confidence_gain``, evidence that leaves the model no surer of its best option than it is
+without it (``max p1 <= max p0``); otherwise the two option distributions are combined log-linearly,
 
     log p(x) = (1 - lam) * log p0(x) + lam * log p1(x),    lam = gate.evidence_weight,
 
@@ -34,6 +35,11 @@ Example::
     ('A', 'combined', True, 'A', 'B')
     >>> decide({"A": -0.2, "B": -2.0}, {"A": -3.0, "B": -0.1}, relevance=0.05, min_relevance=0.2, weight=0.5).mode
     'none'
+    >>> unsure = decide({"A": -0.2, "B": -2.0}, {"A": -1.0, "B": -0.9}, 0.6, 0.0, 0.5, confidence_gain=True)
+    >>> unsure.answer, unsure.evidence_used, unsure.reason[:44]
+    ('A', False, 'the evidence did not make the model surer (b')
+    >>> decide({"A": -0.7, "B": -0.7}, {"A": -3.0, "B": -0.1}, 0.6, 0.0, 0.5, confidence_gain=True).answer
+    'B'
     >>> g = decide_generated("A", "B", {"A": -0.2, "B": -2.0, "C": -3.0}, {"A": -1.0, "B": -0.9, "C": -2.0}, 0.6, 0.5)
     >>> g.answer, g.evidence_used
     ('A', False)
@@ -120,13 +126,18 @@ def relevance_gate(relevance: Optional[float], min_relevance: float) -> Optional
 
 
 def decide(s0: dict[str, float], s1: dict[str, float], relevance: Optional[float], min_relevance: float,
-           weight: float) -> GateDecision:
-    """The log-likelihood gate: ``s0``/``s1`` option scores without/with evidence."""
+           weight: float, confidence_gain: bool = False) -> GateDecision:
+    """The log-likelihood gate: ``s0``/``s1`` option scores without/with evidence. With
+    ``confidence_gain`` the evidence counts only where it makes the model surer of its best option
+    (``confidence(s1) > confidence(s0)``); otherwise the answer is the one without it."""
     a0, a1 = best_letter(s0), best_letter(s1)
     c0, c1 = confidence(s0), confidence(s1)
     common = dict(relevance=relevance, answer_without=a0, answer_with=a1, confidence_without=c0,
                   confidence_with=c1, scores_without=log_softmax(s0), scores_with=log_softmax(s1))
     why_not = relevance_gate(relevance, min_relevance)
+    if not why_not and weight > 0.0 and confidence_gain and not c1 > c0:
+        why_not = (f"the evidence did not make the model surer (best option p {c1:.2f} with it, {c0:.2f} without; "
+                   "gate.confidence_gain)")
     if why_not or weight == 0.0:
         reason = why_not or ("evidence weight 0 (gate.evidence_weight, or gate.language_weights for the question's "
                              "language): answers never read the evidence")

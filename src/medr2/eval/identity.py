@@ -89,6 +89,7 @@ ADDED_KEYS: dict[tuple[str, ...], object] = {
     ("recommend", "guideline_by"): "statement",  # one_guideline kept the best statement's guideline (2026-12-06)
     ("gate", "language_weights"): {},  # one loglik evidence weight for every language (2026-12-06)
     ("rerank", "max_unknown_share"): 1.0,  # the cross-encoder scored every script (2026-12-07)
+    ("gate", "confidence_gain"): False,  # the loglik gate weighed evidence whatever it did to confidence (2026-12-07)
 }
 
 

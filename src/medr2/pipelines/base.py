@@ -260,7 +260,8 @@ class Method:
                 except LLMError as err:
                     return failed_answer(err)
             dec = skip_loglik(s0, rel, why_not) if why_not else decide(s0, s1, rel, g.min_relevance,
-                                                                        g.weight_for(question_language(question)))
+                                                                        g.weight_for(question_language(question)),
+                                                                        g.confidence_gain)
             ans = lk.as_answer(s1, why1 if dec.evidence_used else why0, len(evidence) if dec.evidence_used else 0)
             ans.answer = dec.answer
         elif why_not or (weigh and g.generated_weight == 0.0):
