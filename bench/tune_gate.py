@@ -14,6 +14,7 @@ relevance floor (the setting nearer plain RAG).
     python bench/tune_gate.py --grid bench/results/eval/runs --weight 0.5     # report: committed grid
     python bench/tune_gate.py bench/results/gate-dev/*/*/* --generated bench/results/gate-dev-generated
     python bench/tune_gate.py bench/results/gate-dev-zh/*/*/* --weight-only   # gate.language_weights["zh"]
+    python bench/tune_gate.py --replay-gated bench/results/eval/runs-gated-v1 --weight 0.4 --confidence-gain  # report
     python bench/tune_gate.py --pool 'en=bench/results/gate-dev/*/*/*' --pool 'zh=bench/results/gate-dev-zh/*/*/*' \
         --pool 'tcm=bench/results/eval/tcm-dev/vanilla_rag/*/*/*'           # gate.confidence_gain with the weight
 
@@ -235,6 +236,52 @@ def replay_grid(runs: Path, weight: float) -> None:
                   f"{pair(ok_g, ok_v)} |")
 
 
+def replay_gated(runs: Path, weight: float, gain: bool) -> None:
+    """Reporting only: what another gate setting would have answered in a grid run behind the gate
+    (every record keeps both option distributions): each retrieving method's records replayed,
+    direct as recorded, paired McNemar against direct and against vanilla RAG replayed the same way.
+    Exact for single-pass methods; for medr2, whose later rounds follow its earlier answers, it
+    replays the last round's distributions (an estimate)."""
+    def records(ds: str, method: str) -> dict[str, dict]:
+        out = {}
+        for f in (runs / ds / f"{method}+loglik").glob("*/*.json"):
+            if not f.name.startswith("manifest"):
+                rec = json.loads(f.read_text())[1]
+                g = rec.get("gate") or {}
+                if method == "direct":
+                    out[rec["id"]] = rec | {"ok": bool(rec["correct"])}
+                elif g.get("scores_without") and g.get("scores_with"):
+                    r = {"s0": g["scores_without"], "s1": g["scores_with"], "rel": g.get("relevance")}
+                    out[rec["id"]] = rec | {"ok": gated(r, 0.0, weight, gain) == rec["gold"], "was": bool(rec["correct"])}
+        return out
+
+    print(f"Replay of {runs} behind gate.evidence_weight {weight}, confidence_gain {str(gain).lower()} "
+          "(right answers; as recorded -> replayed)\n")
+    print("| dataset | method | n | direct | recorded | replayed | replayed vs direct (b/c, p) | vs vanilla RAG replayed |")
+    print("|---|---|---:|---:|---:|---:|---|---|")
+    pooled: dict[str, list] = defaultdict(list)
+    for ds in sorted(p.name for p in runs.iterdir() if p.is_dir()):
+        direct, vanilla = records(ds, "direct"), records(ds, "vanilla_rag")
+        for method in ("vanilla_rag", "+reformulator", "+reranker", "medr2"):
+            recs = records(ds, method)
+            ids = sorted(set(recs) & set(direct) & set(vanilla))
+            if not ids:
+                continue
+            rows = [(recs[i]["ok"], direct[i]["ok"], vanilla[i]["ok"], recs[i]["was"]) for i in ids]
+            pooled[method] += rows
+            print(f"| {ds} | {method} | " + _replay_cells(rows) + " |")
+    for method, rows in pooled.items():
+        print(f"| all | {method} | " + _replay_cells(rows) + " |")
+
+
+def _replay_cells(rows: list[tuple[bool, bool, bool, bool]]) -> str:
+    def pair(k: int) -> str:
+        x, y = sum(r[0] and not r[k] for r in rows), sum(r[k] and not r[0] for r in rows)
+        return f"{x}/{y}, {mcnemar_p(x, y):.3f}"
+    return (f"{len(rows)} | {sum(r[1] for r in rows)} | {sum(r[3] for r in rows)} | {sum(r[0] for r in rows)} | "
+            f"{pair(1)} | {pair(2)}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="*", type=Path, help="run directories (records made with min_relevance = 0)")
@@ -248,7 +295,15 @@ def main() -> int:
     ap.add_argument("--pool", action="append", default=[], metavar="NAME=GLOB",
                     help="a named dev pool of run directories (repeat): choose gate.confidence_gain and "
                          "gate.evidence_weight by the mean of the pools' macro accuracies")
+    ap.add_argument("--replay-gated", type=Path, metavar="RUNS",
+                    help="reporting only: replay --weight (and --confidence-gain) over a grid run behind the gate")
+    ap.add_argument("--confidence-gain", action="store_true", help="with --replay-gated: the confidence rule on")
     args = ap.parse_args()
+    if args.replay_gated:
+        if args.weight is None:
+            ap.error("--replay-gated needs --weight (chosen on dev records first)")
+        replay_gated(args.replay_gated, args.weight, args.confidence_gain)
+        return 0
     if args.pool:
         pools = {}
         for spec in args.pool:
