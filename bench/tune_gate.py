@@ -71,8 +71,6 @@ def load(run_dirs: list[Path]) -> list[dict]:
 
 def gated(r: dict, floor: float, weight: float, gain: bool = False) -> str:
     """The letter the pipeline's gate answers (medr2.apply.gate.decide) for this record."""
-    if r["rel"] is not None and r["rel"] < floor:
-        return best_letter(r["s0"])
     return decide(r["s0"], r["s1"], r["rel"], floor, weight, gain).answer
 
 
@@ -253,6 +251,8 @@ def replay_gated(runs: Path, weight: float, gain: bool) -> None:
                 elif g.get("scores_without") and g.get("scores_with"):
                     r = {"s0": g["scores_without"], "s1": g["scores_with"], "rel": g.get("relevance")}
                     out[rec["id"]] = rec | {"ok": gated(r, 0.0, weight, gain) == rec["gold"], "was": bool(rec["correct"])}
+                else:  # the evidence was never scored (none passed appraisal): the same answer whatever the gate
+                    out[rec["id"]] = rec | {"ok": bool(rec["correct"]), "was": bool(rec["correct"])}
         return out
 
     print(f"Replay of {runs} behind gate.evidence_weight {weight}, confidence_gain {str(gain).lower()} "
@@ -309,7 +309,11 @@ def main() -> int:
         for spec in args.pool:
             name, _, pattern = spec.partition("=")
             dirs = sorted(Path(x) for x in glob.glob(pattern))
+            if not name or not dirs:
+                ap.error(f"--pool {spec!r}: give NAME=GLOB with a glob that matches run directories")
             pools[name] = load(dirs)
+            if not pools[name]:
+                ap.error(f"--pool {spec!r}: no record there holds both option distributions")
             sets = sorted({r["dataset"] for r in pools[name]})
             print(f"{name}: {len(pools[name])} records from {len(dirs)} runs ({', '.join(sets)})")
         print()

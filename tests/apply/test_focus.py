@@ -37,6 +37,12 @@ def test_a_scorer_decides_when_given_and_ties_keep_the_earlier_sentence():
         SentenceFocus(keep=0)
 
 
+def test_a_scorer_that_cannot_read_the_question_leaves_it_to_term_overlap():
+    f = SentenceFocus(keep=2, scorer=lambda q, sents: None)  # e.g. a Chinese question, an English model
+    q = "How fast does eGFR decline per year in diabetes?"
+    assert f.choose(q, PASSAGE)[1] == SentenceFocus(keep=2).choose(q, PASSAGE)[1] == [0, 2]
+
+
 def test_overlap_scores_and_join():
     assert overlap_scores("", ["a b c"]).tolist() == [0.0]
     assert overlap_scores("declines of eGFR", ["eGFR declined."])[0] == 1.0  # prefix match counts

@@ -308,3 +308,16 @@ def test_the_guideline_of_the_best_passage_needs_a_statement_that_reaches_the_fl
                           one_guideline=True, guideline_by="passage")
     assert [r.passage_id for r in Recommender(cfg, score).answer("Should metformin be stopped?", [a, b]).recommendations] \
         == ["b1"]
+
+
+def test_a_question_the_scorer_cannot_read_is_chosen_by_term_overlap():
+    def unreadable(question, texts):
+        raise AssertionError("the relevance model was asked to score a question it cannot read")
+
+    cfg = RecommendConfig(overlap_min_relevance=0.2, overlap_abstain_below=0.1, one_guideline=False)
+    read_none = Recommender(cfg, unreadable, reads=lambda q: False).answer(QUESTION, EV)
+    overlap = Recommender(cfg, None).answer(QUESTION, EV)
+    assert [r.statement for r in read_none.recommendations] == [r.statement for r in overlap.recommendations]
+    assert read_none.recommendations  # quinine statements share the question's words
+    # a question it reads goes to the scorer
+    assert Recommender(cfg, scorer_for(by_passage), reads=lambda q: True).answer(QUESTION, EV).recommendations

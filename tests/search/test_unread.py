@@ -39,12 +39,25 @@ def test_unreadable_passages_keep_their_fused_slot_and_the_rest_are_reordered_ar
     assert [h.passage_id for h in out] == ["en-dose", "zh-liver", "en-mito", "en-metformin"]
     assert "relevance" not in out[1].scores and all(out[i].scores["relevance"] == 0.5 for i in (0, 2, 3))
     assert note.startswith("1 of 4 passages are in a script the coarse reranker (reversing) cannot read")
-    # the rank prior still sees each passage's fused position
-    assert [h.scores["best_rank"] for h in out] == [4.0, 2.0, 3.0, 1.0]
+    # cut to 1, the unread passage is not among those returned: no note
+    out, note = coarse_rerank(Reversing(), "metformin dose", hits(), 1, 0.2)
+    assert [h.passage_id for h in out] == ["en-dose"] and note is None
+
+
+class Dropping(Reversing):
+    def rerank(self, query, hs, top_n):
+        return hs[:1]
+
+
+def test_a_reranker_that_loses_passages_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="returned 1 of the 3"):
+        coarse_rerank(Dropping(), "metformin dose", hits(), 4, 0.2)
 
 
 def test_an_unreadable_question_keeps_the_fused_order_unscored_and_one_reads_everything():
-    out, note = coarse_rerank(Reversing(), "二甲双胍的剂量", hits(), 3, 0.2)
+    stale = hits()
+    stale[0].scores["relevance"] = 0.9  # from an earlier rerank with another phrasing
+    out, note = coarse_rerank(Reversing(), "二甲双胍的剂量", stale, 3, 0.2)
     assert [h.passage_id for h in out] == ["en-metformin", "zh-liver", "en-mito"]
     assert all("relevance" not in h.scores for h in out) and "cannot read the question" in note
     out, note = coarse_rerank(Reversing(), "二甲双胍的剂量", hits(), 3, 1.0)  # the old behaviour

@@ -33,7 +33,7 @@ into is it its may might more most no not of on or should than that the their th
 those to was were what when where which who whom why will with would you your""".split())
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
-Scorer = Callable[[str, list[str]], np.ndarray]
+Scorer = Callable[[str, list[str]], Optional[np.ndarray]]  # None: the scorer cannot read the question
 
 
 def content_words(text: str) -> set[str]:
@@ -84,7 +84,8 @@ def join_kept(sents: Sequence[str], kept: Sequence[int]) -> str:
 
 class SentenceFocus:
     """Keeps the ``keep`` best sentences of a passage for the prompt; ``scorer(question,
-    sentences)`` gives one score per sentence (higher is better), term overlap when None."""
+    sentences)`` gives one score per sentence (higher is better), term overlap when the scorer is
+    None or returns None (a question it cannot read)."""
 
     def __init__(self, keep: int, scorer: Optional[Scorer] = None):
         if keep < 1:
@@ -98,8 +99,9 @@ class SentenceFocus:
         sents = [s for _, _, s in sentences(text)]
         if len(sents) <= self.keep:
             return sents, list(range(len(sents)))
-        scores = np.asarray(self.scorer(question, sents) if self.scorer is not None
-                            else overlap_scores(question, sents), dtype=np.float64)
+        scored = self.scorer(question, sents) if self.scorer is not None else None
+        # a scorer gives None for a question it cannot read (medr2.search.rerank): term overlap then
+        scores = np.asarray(scored if scored is not None else overlap_scores(question, sents), dtype=np.float64)
         order = sorted(range(len(sents)), key=lambda i: (-scores[i], i))
         return sents, sorted(order[: self.keep])
 

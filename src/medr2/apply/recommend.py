@@ -40,6 +40,7 @@ Example::
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence, Union
@@ -104,7 +105,8 @@ class Recommender:
     def __init__(self, config: RecommendConfig, scorer: Optional[Scorer] = None,
                  previous: Optional[Callable[[list[str]], dict[str, list[str]]]] = None,
                  similarity: Optional[Scorer] = None,
-                 following: Optional[Callable[[list[str]], dict[str, list[tuple[str, str]]]]] = None):
+                 following: Optional[Callable[[list[str]], dict[str, list[tuple[str, str]]]]] = None,
+                 reads: Optional[Callable[[str], bool]] = None):
         """``scorer``: calibrated relevance of texts to a question (medr2's cross-encoder), or None
         for term overlap. ``previous``: for the passage ids given, the texts before each in its
         document under the same headings (nearest last), for a list header's grade and the section
@@ -113,9 +115,11 @@ class Recommender:
         second signal), or None when the index's encoder is not the one ``abstain_dense_model``
         names. ``following``: for the passage ids given, (passage id, text) of the next passages in
         its document under the same headings, nearest first, where a list's lead-in that ends a
-        passage finds its items; None reads none."""
+        passage finds its items; None reads none. ``reads``: whether ``scorer`` can read a question
+        (medr2.search.rerank: its vocabulary knows most of the question's word pieces); a question it
+        cannot read is scored by term overlap, with the overlap's floors."""
         self.c, self.scorer, self.previous, self.similarity = config, scorer, previous, similarity
-        self.following = following
+        self.following, self.reads = following, reads
 
     def candidates(self, evidence: Sequence[EvidenceItem]) -> list[tuple[EvidenceItem, Statement]]:
         read = [(e, extract(e.text)) for e in evidence if advice_section(e.heading_path)]
@@ -271,6 +275,10 @@ class Recommender:
     def answer(self, question: str, evidence: Sequence[EvidenceItem]) -> RecommendationAnswer:
         """The recommendation answer of a free-text question over the packed evidence; its
         ``answer`` field is the extractive answer (cited quotes, one per line)."""
+        if self.scorer is not None and self.reads is not None and not self.reads(question):
+            overlap = copy.copy(self)
+            overlap.scorer = overlap.reads = None
+            return overlap.answer(question, evidence)
         cands = self.candidates(evidence)
         rels = [e.relevance for e in evidence if e.relevance is not None]
         best = max(rels) if rels else None

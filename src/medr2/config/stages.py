@@ -211,8 +211,8 @@ class GateConfig(Section):
     # Dev choice (125 xmedbench_dev questions): 0.0, no floor beat the weight alone.
     min_relevance: float = Field(0.0, ge=0.0, lt=1.0)
     # Log-likelihood mode: lam of log p = (1 - lam) log p(no evidence) + lam log p(evidence);
-    # 1 = the evidence alone decides (plain RAG), 0 = never read it.
-    # Log-likelihood mode: with confidence_gain the evidence counts only where it makes the model
+    # 1 = the evidence alone decides (plain RAG, with confidence_gain off), 0 = never read it.
+    # With confidence_gain the evidence counts only where it makes the model
     # surer of its best option (max p with evidence > max p without); elsewhere the answer is the
     # one without it.
     # Dev choice of both together (2026-12-07, bench/tune_gate.py --pool, bench/results/gate-dev-pooled.md):
@@ -225,7 +225,8 @@ class GateConfig(Section):
     # The same weight for questions in a language (medr2.formulate.language.question_language: "en", "zh"),
     # in place of evidence_weight: the relevance model and the dev pools that chose evidence_weight do
     # not speak for another language's evidence. {} = evidence_weight for every language.
-    # Ships empty: on Chinese dev pools the best weight depended on the corpus (bench/tune_gate.py
+    # Ships empty: on Chinese dev pools the best weight depended on the corpus (measured while the
+    # English cross-encoder still scored Chinese text, before confidence_gain; bench/tune_gate.py
     # --weight-only: 0.0 over CMB-single, CMExam and CMMLU-medical answered from the general Chinese
     # index, 87 questions; 0.6 with TCMBench's training-fold FKU and KHC items and their solved-item
     # index added, 177; bench/README.md, "Evidence gate"), so no language default was set.

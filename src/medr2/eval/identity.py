@@ -104,14 +104,19 @@ def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
     that writes no rationale (log-likelihood answers, methods without a chain of thought);
     ``gate.generated_weight`` and ``appraise.floor_min_passages`` in log-likelihood runs and trust
     runs (the latter also in runs without a generator or a fine rerank); all three in a run of free-text
-    questions only (``multiple_choice: false``).
+    questions only (``multiple_choice: false``); the log-likelihood combination's settings
+    (``gate.evidence_weight``, ``confidence_gain``, ``language_weights``) outside log-likelihood runs;
+    ``rerank.max_unknown_share`` where questions and index are English only (``languages``) or no
+    cross-encoder reranks.
 
     >>> unread_settings({"method": "medr2", "answer_mode": "loglik"})
     {'serve': None, 'recommend': None, 'amt': None, 'kg': {'cases'}, 'apply': {'choice_rationale'}, 'gate': {'generated_weight'}, 'appraise': {'floor_min_passages'}}
-    >>> unread_settings({"method": "tcm_diffrag", "answer_mode": "generate"})
-    {'serve': None, 'recommend': None, 'amt': None, 'appraise': {'floor_min_passages'}}
-    >>> unread_settings({"method": "medr2", "answer_mode": "generate"})
-    {'serve': None, 'recommend': None, 'amt': None, 'kg': {'cases'}}
+    >>> u = unread_settings({"method": "tcm_diffrag", "answer_mode": "generate"})
+    >>> {k: v for k, v in u.items() if k != "gate"}, sorted(u["gate"])
+    ({'serve': None, 'recommend': None, 'amt': None, 'appraise': {'floor_min_passages'}}, ['confidence_gain', 'evidence_weight', 'language_weights'])
+    >>> u = unread_settings({"method": "medr2", "answer_mode": "generate", "languages": {"questions": ["en"], "index": ["en"]}})
+    >>> {k: v for k, v in u.items() if k != "gate"}
+    {'serve': None, 'recommend': None, 'amt': None, 'kg': {'cases'}, 'rerank': {'max_unknown_share'}}
     >>> "recommend" in unread_settings({"method": "trust", "free_text": True})
     False
     >>> unread_settings({"method": "medr2", "free_text": True, "multiple_choice": False})["apply"]
@@ -142,10 +147,12 @@ def unread_settings(manifest: dict) -> dict[str, Optional[set[str]]]:
     elif no_llm_run(manifest) or not _fine_rerank(method):
         # the floor's waiver: generated answers of the methods with a fine rerank only
         out = _merged(out, {"appraise": {"floor_min_passages"}})
+    if not loglik:  # the loglik gate's combination: generated answers weigh with gate.generated_weight
+        out = _merged(out, {"gate": {"evidence_weight", "confidence_gain", "language_weights"}})
     fused = ((manifest.get("config") or {}).get("rerank") or {}).get("cross_encoder") == ""
     if english_only(manifest) or fused:
-        # the unknown-token share of English text is ~0 in any vocabulary (at most 1.9% with the
-        # bundled one); the fused order has no vocabulary
+        # English text has next to no unknown word pieces in the vocabularies medr2 loads (at most
+        # 1.9% with the bundled one); the fused order has no vocabulary
         out = _merged(out, {"rerank": {"max_unknown_share"}})
     return out
 

@@ -77,16 +77,18 @@ def oracle_answer(engine, q: dict) -> dict:
             "evidence": [{"passage_id": it.passage_id, "text": it.text, "kept": True, "n": it.n} for it in items]}
 
 
-def trust_identity(models: dict, config: dict) -> dict:
+def trust_identity(models: dict, config: dict, languages: Optional[dict] = None) -> dict:
     """What rows of one trust directory must share: the models and the settings an answer can read
-    (:func:`medr2.eval.identity.run_identity` of a generated-answer run)."""
+    (:func:`medr2.eval.identity.run_identity` of a generated-answer run; ``languages``: of the
+    questions and the index, as an evaluation run's manifest records them)."""
     from medr2.eval.identity import run_identity
 
     return run_identity({"method": "trust", "answer_mode": "generate", "free_text": True, "models": models,
-                         "config": config})
+                         "config": config, **({"languages": languages} if languages else {})})
 
 
-def check_same_settings(out_dir: Path, modes: list[str], models: dict, config: dict) -> None:
+def check_same_settings(out_dir: Path, modes: list[str], models: dict, config: dict,
+                        languages: Optional[dict] = None) -> None:
     """Rows kept from an earlier run are reused, so a directory whose rows were answered with other
     models or settings is refused (its ``manifest.json`` says which), rather than mixing two
     configurations in one table (the rows of every mode are checked: one manifest describes the
@@ -113,7 +115,8 @@ def check_same_settings(out_dir: Path, modes: list[str], models: dict, config: d
         return
     if not isinstance(old, dict) or "config" not in old:  # a manifest from before settings were recorded
         return
-    diff = identity_diff(trust_identity(models, config), trust_identity(old.get("models"), old["config"]))
+    diff = identity_diff(trust_identity(models, config, languages),
+                         trust_identity(old.get("models"), old["config"], old.get("languages")))
     if diff:
         raise TrustError(f"{out_dir / rows[0]} holds rows answered with a different {', '.join(diff)} "
                          f"({f.name}); give another --out, or delete its rows to answer again")
@@ -125,6 +128,7 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
     RAGAS-style metrics (:mod:`medr2.eval.ragas`) to every row, rows kept from an earlier run too.
     ``manifest.json`` beside ``summary.json`` names the models, index, commit and versions."""
     from medr2.eval.runner import git_commit, versions, write_atomic
+    from medr2.formulate.language import question_language
 
     for m in modes:
         if m not in MODES:
@@ -132,12 +136,14 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
     if "no_rag" in modes and engine.generator is None:
         raise TrustError("mode no_rag answers with the generator alone: give one with --llm, or compare the other "
                          "modes (passage, full, oracle_kg), which answer extractively without one")
-    check_same_settings(out_dir, modes, engine.model_names(), engine.config.model_dump(mode="json"))
+    languages = {"questions": sorted({question_language(q["question"]) for q in questions}),
+                 "index": sorted(engine.index_languages())}
+    check_same_settings(out_dir, modes, engine.model_names(), engine.config.model_dump(mode="json"), languages)
     # the settings are recorded before the first answer, so a killed first run is checked on resuming
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = {"modes": modes, "questions": len(questions), "models": engine.model_names(),
                 "index": str(engine.index.path), "commit": git_commit(), "versions": versions(),
-                "config": engine.config.model_dump(mode="json"), "finished": None}
+                "config": engine.config.model_dump(mode="json"), "languages": languages, "finished": None}
     write_atomic(out_dir / "manifest.json", manifest)
     # question by question, every mode answering each one before the next question: a killed run
     # leaves the modes compared on the same questions

@@ -37,7 +37,7 @@ from medr2.llm.cache import LLMCache
 from medr2.schema import Hit
 from medr2.search.hybrid import HybridSearcher
 from medr2.search.llm_rerank import LLMPointwiseReranker
-from medr2.search.rerank import MedR2Reranker, coarse_rerank, load_reranker
+from medr2.search.rerank import MedR2Reranker, coarse_rerank, load_reranker, unread
 
 
 class Engine:
@@ -90,7 +90,7 @@ class Engine:
             def similarity(question, texts):
                 enc = self.index.encoder
                 return enc.encode_passages(texts) @ enc.encode_query(question)
-        return Recommender(c, scorer, self.previous_texts, similarity, self.next_texts)
+        return Recommender(c, scorer, self.previous_texts, similarity, self.next_texts, self.reranker_reads)
 
     def previous_texts(self, passage_ids: list[str]) -> dict[str, list[str]]:
         """For each passage, the texts before it in its document's part under the same headings
@@ -136,7 +136,19 @@ class Engine:
         if keep <= 0:
             return None
         rr = self.searcher.reranker
-        return SentenceFocus(keep, rr.model.logits if isinstance(rr, MedR2Reranker) else None)
+        if not isinstance(rr, MedR2Reranker):
+            return SentenceFocus(keep, None)
+
+        def scorer(question, sentences):
+            return rr.model.logits(question, sentences) if self.reranker_reads(question) else None
+        return SentenceFocus(keep, scorer)
+
+    def reranker_reads(self, text: str) -> bool:
+        """Whether the coarse reranker's vocabulary reads ``text`` (``rerank.max_unknown_share``;
+        a reranker without a vocabulary, the fused order or an LLM, reads everything)."""
+        shares = getattr(self.searcher.reranker, "unknown_shares", None)
+        cut = self.config.rerank.max_unknown_share
+        return shares is None or cut >= 1.0 or not unread(shares([text]), cut)[0]
 
     @classmethod
     def open(cls, index_path: str | Path, config: Optional[Config] = None, generator: Optional[str] = None,
@@ -242,7 +254,7 @@ class Engine:
         so does a cross-encoder for what it cannot read (``rerank.max_unknown_share``)."""
         try:
             out, note = coarse_rerank(self.searcher.reranker, query, hits, k, self.config.rerank.max_unknown_share)
-            if note:
+            if note and note not in notes:
                 notes.append(note)
             return out
         except LLMError as err:

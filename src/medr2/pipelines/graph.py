@@ -45,7 +45,8 @@ class Graph(Method):
         in_pool = {h.passage_id for h in pool}
         union = pool + [h for h in self.hits(order) if h.passage_id not in in_pool]
         with stage("coarse_rerank"):
-            ranked = e.rerank(question, union, len(union), res.notes)
+            # read with what the pool was read with (a translated question where one was needed)
+            ranked = e.rerank(self.anchor or f.query, union, len(union), res.notes)
         with stage("evidence_level"):
             rows = base_rows(ranked, e.leveler)
         from_graph = set(order)

@@ -265,7 +265,7 @@ class OnnxCrossEncoder(CrossEncoderBase):
         return out
 
     def unknown_shares(self, texts: Sequence[str]) -> np.ndarray:
-        unk = self.tok.token_to_id("[UNK]")
+        unk = self.tok.token_to_id(getattr(self.tok.model, "unk_token", None) or "[UNK]")
         enc = self.tok.encode_batch([t[:SHARE_CHARS] for t in texts], add_special_tokens=False)
         return np.array([_share(e.ids, unk, sum(e.attention_mask)) for e in enc], dtype=np.float64)
 

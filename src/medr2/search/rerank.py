@@ -78,7 +78,7 @@ class CrossEncoderReranker:
     def unknown_shares(self, texts: list[str]) -> np.ndarray:
         from medr2.search.cross_encoder import hf_unknown_shares
 
-        return hf_unknown_shares(self.model.tokenizer, texts, int(getattr(self.model, "max_length", None) or 512))
+        return hf_unknown_shares(self.model.tokenizer, texts, int(getattr(self.model, "max_seq_length", None) or 512))
 
 
 class MedR2Reranker:
@@ -159,17 +159,29 @@ def coarse_rerank(reranker: Reranker, query: str, hits: list[Hit], top_n: int,
         return reranker.rerank(query, hits, top_n), None
     q = float(shares([query])[0])
     if q > max_unknown:
-        return hits[:top_n], (f"the coarse reranker ({reranker.name}) cannot read the question ({q:.0%} of its word "
-                              f"pieces are unknown to the model, over rerank.max_unknown_share {max_unknown}): "
-                              "kept the fused order, with no relevance scores")
+        kept = hits[:top_n]
+        for h in kept:  # scores of an earlier rerank (another phrasing of the question) would be stale
+            h.scores.pop("relevance", None)
+            h.scores.pop("rerank", None)
+        return kept, (f"the coarse reranker ({reranker.name}) cannot read the question ({q:.0%} of its word "
+                      f"pieces are unknown to the model, over rerank.max_unknown_share {max_unknown}): "
+                      "kept the fused order, with no relevance scores")
     skip = unread(shares([h.embedding_text() for h in hits]), max_unknown)
     if not any(skip):
         return reranker.rerank(query, hits, top_n), None
     readable = [h for h, u in zip(hits, skip) if not u]
-    for i, h in enumerate(hits):  # the rank prior reads the fused position, not the position among the readable
-        h.scores.setdefault("best_rank", float(i + 1))
-    scored = iter(reranker.rerank(query, readable, len(readable)) if readable else [])
-    merged = [h if u else next(scored) for h, u in zip(hits, skip)]
-    note = (f"{sum(skip)} of {len(hits)} passages are in a script the coarse reranker ({reranker.name}) cannot read: "
-            "they keep their fused position, unscored")
-    return merged[:top_n], note
+    scored = reranker.rerank(query, readable, len(readable)) if readable else []
+    if len(scored) != len(readable):
+        raise RuntimeError(f"the coarse reranker {reranker.name} returned {len(scored)} of the {len(readable)} "
+                           "passages it was given to order")
+    it = iter(scored)
+    merged = [h if u else next(it) for h, u in zip(hits, skip)][:top_n]
+    for h, u in zip(hits, skip):
+        if u:
+            h.scores.pop("relevance", None)
+            h.scores.pop("rerank", None)
+    n = sum(skip[:top_n])
+    if not n:
+        return merged, None
+    return merged, (f"{n} of {len(merged)} passages are in a script the coarse reranker ({reranker.name}) "
+                    "cannot read: they keep their fused position, unscored")
