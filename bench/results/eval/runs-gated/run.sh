@@ -1,6 +1,6 @@
 #!/bin/sh
 # The live rerun of the loglik grid behind the evidence gate (issue 35; bench/README.md, "Evidence
-# gate"): the current pipeline (reranker v2.1, gate.evidence_weight 0.5 chosen on dev data, the
+# gate"): the current pipeline (reranker v2.1, the gate chosen on dev data, the
 # AVX-512 llama.cpp build) on the same seeded 100 per set as bench/results/eval/runs.
 # Direct answering first (every set), then medr2, vanilla RAG and the single modules in rounds of
 # ROUND questions per set, so a stopped run has the same questions answered by both methods on every set (the answering
