@@ -262,7 +262,7 @@ def replay_gated(runs: Path, weight: float, gain: bool) -> None:
     pooled: dict[str, list] = defaultdict(list)
     for ds in sorted(p.name for p in runs.iterdir() if p.is_dir()):
         direct, vanilla = records(ds, "direct"), records(ds, "vanilla_rag")
-        for method in ("vanilla_rag", "+reformulator", "+reranker", "medr2"):
+        for method in ("vanilla_rag", "+reformulator", "+reranker", "medr2", "tcm_diffrag"):
             recs = records(ds, method)
             ids = sorted(set(recs) & set(direct) & set(vanilla))
             if not ids:
