@@ -167,7 +167,8 @@ def test_the_engine_gives_the_generator_path_its_own_selection():
     cfg = Config()
     cfg.recommend.max_items, cfg.recommend.llm_max_items = 4, 2
     fake = SimpleNamespace(config=cfg, searcher=SimpleNamespace(reranker=None), index=SimpleNamespace(config=cfg),
-                           previous_texts=lambda ids: {}, next_texts=lambda ids: {}, generator=None)
+                           previous_texts=lambda ids: {}, next_texts=lambda ids: {}, generator=None,
+                           reranker_reads=lambda text: True)
     assert Engine._recommender(fake).c.max_items == 4
     fake.generator = object()  # plumbing stand-in: only its presence is read
     assert Engine._recommender(fake).c.max_items == 2
