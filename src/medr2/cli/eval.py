@@ -47,8 +47,7 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
              answer_mode, allow_own_source, progress):
     """Answer a benchmark with a pipeline; resumable (rerun to continue), cached, shardable."""
     from medr2.eval.datasets import DatasetError
-    from medr2.eval.manifest import engine_manifest, run_dir
-    from medr2.formulate.language import question_language
+    from medr2.eval.manifest import engine_manifest, run_dir, run_languages
     from medr2.eval.runner import (RunBusy, RunMismatch, answer_order, in_shard, load_questions, only_ids,
                                    own_sources, parse_dataset_spec, parse_shard, run, subset)
     from medr2.llm.base import LLMError, LLMOutputError
@@ -65,7 +64,7 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
     # the settings a run compares hold for the whole subset, whatever slice this call answers
     free_text = any(not q.options for q in qs)
     choice = any(q.options for q in qs)
-    asked_in = sorted({question_language(q.question) for q in qs})
+    asked = [q.question for q in qs]
     if ids_file:
         try:
             qs = only_ids(qs, ids_file)
@@ -105,7 +104,7 @@ def eval_run(dataset_spec, benchmark, method, index_dir, config_path, llm_spec, 
     if not choice:  # nor does any question read how multiple-choice answers are given
         manifest["multiple_choice"] = False
     # the languages of the questions and of the index (which settings a run reads depends on them)
-    manifest["languages"] = {"questions": asked_in, "index": sorted(engine.index_languages())}
+    manifest["languages"] = run_languages(engine, asked)
 
     try:
         totals = run(qs, answer, out, manifest, progress=progress if progress is not None else sys.stderr.isatty())

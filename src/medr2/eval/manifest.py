@@ -20,7 +20,7 @@ Example::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Union
+from typing import Iterable, Optional, Union
 
 from medr2.eval.runner import safe_name
 
@@ -49,3 +49,11 @@ def engine_manifest(engine, dataset: str, method: str, index_dir: Union[str, Pat
     return run_manifest(dataset, method, index_dir, models=engine.model_names(),
                         corpus=engine.index.stats().get("by_source_type"),
                         config=engine.config.model_dump(mode="json"), **kw)
+
+
+def run_languages(engine, questions: Iterable[str]) -> dict[str, list[str]]:
+    """The languages of a run's questions and of the index it reads (``languages`` in a manifest:
+    which settings a run reads depends on them, medr2.eval.identity)."""
+    from medr2.formulate.language import question_language
+
+    return {"questions": sorted({question_language(q) for q in questions}), "index": sorted(engine.index_languages())}

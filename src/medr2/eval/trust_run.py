@@ -127,8 +127,8 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
     """``ragas``: {"judge": LLM or None, "runs": int, "library": EntityLibrary, "encoder": ...} adds the
     RAGAS-style metrics (:mod:`medr2.eval.ragas`) to every row, rows kept from an earlier run too.
     ``manifest.json`` beside ``summary.json`` names the models, index, commit and versions."""
+    from medr2.eval.manifest import run_languages
     from medr2.eval.runner import git_commit, versions, write_atomic
-    from medr2.formulate.language import question_language
 
     for m in modes:
         if m not in MODES:
@@ -136,8 +136,7 @@ def run_trust(engine, questions: list[dict], modes: list[str], out_dir: Path,
     if "no_rag" in modes and engine.generator is None:
         raise TrustError("mode no_rag answers with the generator alone: give one with --llm, or compare the other "
                          "modes (passage, full, oracle_kg), which answer extractively without one")
-    languages = {"questions": sorted({question_language(q["question"]) for q in questions}),
-                 "index": sorted(engine.index_languages())}
+    languages = run_languages(engine, [q["question"] for q in questions])
     check_same_settings(out_dir, modes, engine.model_names(), engine.config.model_dump(mode="json"), languages)
     # the settings are recorded before the first answer, so a killed first run is checked on resuming
     out_dir.mkdir(parents=True, exist_ok=True)

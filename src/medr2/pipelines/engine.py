@@ -37,7 +37,7 @@ from medr2.llm.cache import LLMCache
 from medr2.schema import Hit
 from medr2.search.hybrid import HybridSearcher
 from medr2.search.llm_rerank import LLMPointwiseReranker
-from medr2.search.rerank import MedR2Reranker, coarse_rerank, load_reranker, unread
+from medr2.search.rerank import MedR2Reranker, coarse_rerank, load_reranker, reads
 
 
 class Engine:
@@ -146,9 +146,7 @@ class Engine:
     def reranker_reads(self, text: str) -> bool:
         """Whether the coarse reranker's vocabulary reads ``text`` (``rerank.max_unknown_share``;
         a reranker without a vocabulary, the fused order or an LLM, reads everything)."""
-        shares = getattr(self.searcher.reranker, "unknown_shares", None)
-        cut = self.config.rerank.max_unknown_share
-        return shares is None or cut >= 1.0 or not unread(shares([text]), cut)[0]
+        return reads(self.searcher.reranker, text, self.config.rerank.max_unknown_share)
 
     @classmethod
     def open(cls, index_path: str | Path, config: Optional[Config] = None, generator: Optional[str] = None,

@@ -130,6 +130,20 @@ def unread(shares: Sequence[float], max_unknown: float) -> list[bool]:
     return [float(x) > max_unknown for x in shares]
 
 
+def reads(reranker: Reranker, text: str, max_unknown: float) -> bool:
+    """Whether ``reranker`` can read ``text`` (:func:`unread`); one without ``unknown_shares`` (the
+    fused order, an LLM) reads everything."""
+    shares = getattr(reranker, "unknown_shares", None)
+    return shares is None or max_unknown >= 1.0 or not unread(shares([text]), max_unknown)[0]
+
+
+def _unscore(hits: list[Hit]) -> None:
+    """Drop the relevance and rerank scores an earlier rerank may have left on these hits."""
+    for h in hits:
+        h.scores.pop("relevance", None)
+        h.scores.pop("rerank", None)
+
+
 def coarse_rerank(reranker: Reranker, query: str, hits: list[Hit], top_n: int,
                   max_unknown: float = 1.0) -> tuple[list[Hit], Optional[str]]:
     """The coarse rerank to ``top_n`` with a note, reading only what the model can read.
@@ -160,9 +174,7 @@ def coarse_rerank(reranker: Reranker, query: str, hits: list[Hit], top_n: int,
     q = float(shares([query])[0])
     if q > max_unknown:
         kept = hits[:top_n]
-        for h in kept:  # scores of an earlier rerank (another phrasing of the question) would be stale
-            h.scores.pop("relevance", None)
-            h.scores.pop("rerank", None)
+        _unscore(kept)  # scores of an earlier rerank (another phrasing of the question) would be stale
         return kept, (f"the coarse reranker ({reranker.name}) cannot read the question ({q:.0%} of its word "
                       f"pieces are unknown to the model, over rerank.max_unknown_share {max_unknown}): "
                       "kept the fused order, with no relevance scores")
@@ -176,10 +188,7 @@ def coarse_rerank(reranker: Reranker, query: str, hits: list[Hit], top_n: int,
                            "passages it was given to order")
     it = iter(scored)
     merged = [h if u else next(it) for h, u in zip(hits, skip)][:top_n]
-    for h, u in zip(hits, skip):
-        if u:
-            h.scores.pop("relevance", None)
-            h.scores.pop("rerank", None)
+    _unscore([h for h, u in zip(hits, skip) if u])
     n = sum(skip[:top_n])
     if not n:
         return merged, None
