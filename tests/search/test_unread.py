@@ -100,3 +100,20 @@ def test_search_and_ask_on_a_chinese_question_report_the_fused_order(tmp_path):
     res = json.loads(run_cli("ask", "消化性溃疡首选什么药物治疗？", "--index", idx, "--llm", "none", "--json").stdout)
     assert any("cannot read the question" in n for n in res["notes"])
     assert res["evidence"] and all(r["relevance"] is None for r in res["evidence"])
+
+
+def test_a_sentence_transformers_cross_encoder_measures_unknown_pieces_with_its_own_tokenizer():
+    """CrossEncoderReranker (a user's sentence-transformers model) reads its model's tokenizer and
+    length limit; here the bundled MiniLM tokenizer stands in for the model (none is offline)."""
+    from types import SimpleNamespace
+
+    from medr2.search.cross_encoder import tokenizer
+    from medr2.search.rerank import CrossEncoderReranker
+
+    ce = CrossEncoderReranker.__new__(CrossEncoderReranker)
+    ce.name, ce.model = "st-model", SimpleNamespace(tokenizer=tokenizer(), max_seq_length=256)
+    shares = ce.unknown_shares([EN[0][1], EN[1][1]])
+    assert shares[0] == 0.0 and shares[1] > 0.5
+    out, note = coarse_rerank(ce, "原发性肝癌的首选治疗", hits(), 2, 0.2)
+    assert [h.passage_id for h in out] == ["en-metformin", "zh-liver"] and "relevance" not in out[0].scores
+    assert note
