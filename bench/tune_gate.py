@@ -11,6 +11,7 @@ relevance floor (the setting nearer plain RAG).
 
     python bench/tune_gate.py bench/out/gate-dev/*/vanilla_rag+loglik/*      # dev runs: choose
     python bench/tune_gate.py RUN_DIRS --weight 0.5 --min-relevance 0.1      # replay one setting
+    python bench/tune_gate.py RUN_DIRS --weight 0.4 --confidence-gain        # ... with the confidence rule
     python bench/tune_gate.py --grid bench/results/eval/runs --weight 0.5     # report: committed grid
     python bench/tune_gate.py bench/results/gate-dev/*/*/* --generated bench/results/gate-dev-generated
     python bench/tune_gate.py bench/results/gate-dev-zh/*/*/* --weight-only   # gate.language_weights["zh"]
@@ -297,7 +298,7 @@ def main() -> int:
                          "gate.evidence_weight by the mean of the pools' macro accuracies")
     ap.add_argument("--replay-gated", type=Path, metavar="RUNS",
                     help="reporting only: replay --weight (and --confidence-gain) over a grid run behind the gate")
-    ap.add_argument("--confidence-gain", action="store_true", help="with --replay-gated: the confidence rule on")
+    ap.add_argument("--confidence-gain", action="store_true", help="with --replay-gated, or with --weight over dev runs: the confidence rule on")
     args = ap.parse_args()
     if args.replay_gated:
         if args.weight is None:
@@ -345,10 +346,14 @@ def main() -> int:
     row("no evidence (direct)", accuracy(recs, 0.0, 0.0))
     row("evidence alone (vanilla RAG)", accuracy(recs, 0.0, 1.0))
     if args.weight is not None:
-        row(f"gate: floor {args.min_relevance}, weight {args.weight}", accuracy(recs, args.min_relevance, args.weight))
+        rule = ", confidence rule" if args.confidence_gain else ""
+        row(f"gate: floor {args.min_relevance}, weight {args.weight}{rule}",
+            accuracy(recs, args.min_relevance, args.weight, args.confidence_gain))
         return 0
     for w in WEIGHTS[1:-1]:
         row(f"weight {w}, no floor", accuracy(recs, 0.0, w))
+    for w in WEIGHTS[1:]:  # for the record: the choice below is over weights and floors without the rule
+        row(f"weight {w}, confidence rule", accuracy(recs, 0.0, w, True))
     for m in FLOORS[1:]:
         row(f"floor {m}, weight 1.0", accuracy(recs, m, 1.0))
     m, w, a = choose(recs, [args.min_relevance] if args.weight_only else FLOORS)
