@@ -14,6 +14,7 @@ Example (an empty index, no generator: the coarse order is the fused one)::
 
 from __future__ import annotations
 
+import functools
 import itertools
 from pathlib import Path
 from typing import Optional
@@ -139,8 +140,13 @@ class Engine:
         if not isinstance(rr, MedR2Reranker):
             return SentenceFocus(keep, None)
 
+        @functools.lru_cache(maxsize=8)  # asked once per passage: measured once per question and limit
+        def reads_question(question: str, limit: float) -> bool:
+            return self.reranker_reads(question)
+
         def scorer(question, sentences):
-            return rr.model.logits(question, sentences) if self.reranker_reads(question) else None
+            ok = reads_question(question, self.config.rerank.max_unknown_share)
+            return rr.model.logits(question, sentences) if ok else None
         return SentenceFocus(keep, scorer)
 
     def reranker_reads(self, text: str) -> bool:
