@@ -15,26 +15,15 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data" / "benchmarks"
+from gate_dev_en2 import ROOT, SHARED, key, reported_keys
+
 RESULTS = ROOT / "bench" / "results"
 SOURCES = ("medmcqa", "medqa-usmle", "mmlu-medical", "pubmedqa")
 
 
-def key(text: str) -> str:
-    return " ".join(text.lower().split())[:80]
-
-
-def reported() -> set[str]:
-    mirage = json.loads((SHARED / "mirage" / "benchmark.json").read_text(encoding="utf-8"))
-    return {key(items[f.stem]["question"]) for name, items in mirage.items()
-            for f in (RESULTS / "eval" / "runs").glob(f"{name}/*/*/*.json") if f.stem in items}
-
-
 def main() -> None:
-    rep = reported()
+    rep = reported_keys(json.loads((SHARED / "mirage" / "benchmark.json").read_text(encoding="utf-8")))
     lines = {s: [json.loads(x)["question"] for x in (SHARED / "xmedbench_dev" / "en" / f"{s}.jsonl")
                  .read_text(encoding="utf-8").splitlines()] for s in SOURCES}
     seen: dict[str, set[str]] = defaultdict(set)

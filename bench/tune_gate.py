@@ -298,7 +298,8 @@ def main() -> int:
                          "gate.evidence_weight by the mean of the pools' macro accuracies")
     ap.add_argument("--replay-gated", type=Path, metavar="RUNS",
                     help="reporting only: replay --weight (and --confidence-gain) over a grid run behind the gate")
-    ap.add_argument("--confidence-gain", action="store_true", help="with --replay-gated, or with --weight over dev runs: the confidence rule on")
+    ap.add_argument("--confidence-gain", action="store_true",
+                    help="with --replay-gated, or with --weight over dev runs: the confidence rule on")
     args = ap.parse_args()
     if args.replay_gated:
         if args.weight is None:
