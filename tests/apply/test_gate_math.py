@@ -82,3 +82,12 @@ def test_generated_letters_are_weighed_between_the_two_the_model_wrote():
         decide_generated("A", "D", S0, s1, 0.4, 0.5)
     same = agree_decision(0.4, "B", 0.5)
     assert (same.answer, same.evidence_used, same.answer_without, same.answer_with) == ("B", True, "B", "B")
+
+
+def test_an_unused_evidence_reason_says_whether_it_pointed_to_the_same_option():
+    # the confidence rule leaves the evidence out in both cases; the reason tells them apart
+    same = decide({"A": -0.1, "B": -3.0}, {"A": -0.5, "B": -1.0}, 0.6, 0.0, 0.5, confidence_gain=True)
+    other = decide({"A": -0.1, "B": -3.0}, {"A": -0.9, "B": -0.6}, 0.6, 0.0, 0.5, confidence_gain=True)
+    assert not same.evidence_used and not other.evidence_used
+    assert "picks the same option (A)" in same.reason
+    assert "would pick B" in other.reason and "same option" not in other.reason
