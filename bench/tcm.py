@@ -190,29 +190,43 @@ def retrieval() -> None:
     texts = [entries[i].text for i in pool]
     lines += ["", f"On a pool of {len(pool)} entries (the {len(gold)} gold ones and 500 seeded others):", "",
               "| retriever | recall@1 | recall@5 | recall@20 | passages/s encoded (2 cores) |", "|---|---:|---:|---:|---:|"]
+    from medr2.search.fusion import fuse, union_candidates
+
+    def row_of(name: str, ranks: list[int], rate: str) -> str:
+        r = np.array(ranks)
+        return f"| {name} | {np.mean(r <= 1):.3f} | {np.mean(r <= 5):.3f} | {np.mean(r <= 20):.3f} | {rate} |"
+
+    def rank_of(order: list[int], g: int) -> int:
+        return order.index(g) + 1 if g in order[:20] else 99
+
+    k = cfg.fusion.sparse_k  # each retriever's list, as the index fuses them (50 and 50 by default)
     tok = Tokenizer(cfg.sparse)
     model = bm25s.BM25(k1=cfg.sparse.k1, b=cfg.sparse.b)
     model.index([tok.tokens(t, "zh") for t in texts], show_progress=False)
-    ranks = []
-    for text, g in qs:
-        row = list(model.retrieve([tok.tokens(text, "zh")], k=20, show_progress=False)[0][0])
-        ranks.append(row.index(where[g]) + 1 if where[g] in row else 99)
-    r = np.array(ranks)
-    lines.append(f"| BM25, jieba | {np.mean(r <= 1):.3f} | {np.mean(r <= 5):.3f} | {np.mean(r <= 20):.3f} | - |")
+    sparse = []
+    for text, _ in qs:
+        docs, scores = model.retrieve([tok.tokens(text, "zh")], k=k, show_progress=False)
+        sparse.append([(int(i), float(s)) for i, s in zip(docs[0], scores[0])])
+    lines.append(row_of("BM25, jieba", [rank_of([i for i, _ in sp], where[g]) for sp, (_, g) in zip(sparse, qs)], "-"))
     for spec in ("bundled:all-MiniLM-L6-v2", "bundled:multilingual-e5-small"):
         c = Config()
         c.dense.model = spec
         enc = load_encoder(c.dense)
         t = time.time()
         vecs = enc.encode_passages(texts)
-        rate = len(texts) / (time.time() - t)
-        ranks = []
-        for text, g in qs:
-            order = list(np.argsort(-(vecs @ enc.encode_query(text)))[:20])
-            ranks.append(order.index(where[g]) + 1 if where[g] in order else 99)
-        r = np.array(ranks)
-        lines.append(f"| dense {spec} | {np.mean(r <= 1):.3f} | {np.mean(r <= 5):.3f} | {np.mean(r <= 20):.3f} "
-                     f"| {rate:.1f} |")
+        rate = f"{len(texts) / (time.time() - t):.1f}"
+        dense = []
+        for text, _ in qs:
+            sims = vecs @ enc.encode_query(text)
+            dense.append([(int(i), float(sims[i])) for i in np.argsort(-sims)[:k]])
+        golds = [where[g] for _, g in qs]
+        lines.append(row_of(f"dense {spec}", [rank_of([i for i, _ in d], g) for d, g in zip(dense, golds)], rate))
+        # the hybrid the index would run with this encoder (fusion.dense_k > 0): both fusions of medr2
+        for method in ("union", "rrf"):
+            ranks = [rank_of([i for i, _ in fuse(union_candidates(d, sp), method, cfg.fusion.rrf_k,
+                                                     cfg.fusion.dense_weight)], g)
+                     for d, sp, g in zip(dense, sparse, golds)]
+            lines.append(row_of(f"BM25 + dense {spec.split(':')[-1]}, fusion {method}", ranks, "-"))
     out = "\n".join(lines)
     (ROOT / "bench" / "results" / "tcm-retrieval.md").write_text("# Chinese retrieval for TCM (bench/tcm.py retrieval)\n\n"
                                                                + out + "\n", encoding="utf-8")
