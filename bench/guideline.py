@@ -2,6 +2,7 @@
 
     python bench/guideline.py collect   # per question and mode: the packed evidence's recommendations, scored
     python bench/guideline.py grid      # replay the selection over a grid on the dev third; write the choice
+    python bench/guideline.py abstention  # the abstention thresholds for the issue's operating point (dev)
     python bench/guideline.py recall    # required recommendations in the context: passage vs full mode
     python bench/guideline.py report    # medr2 eval trust on all questions with the defaults; tables by split
 
@@ -246,6 +247,46 @@ def grid(args) -> None:
     print(text)
 
 
+# the abstention operating point (bench/results/guideline-abstention/PLAN.md, 2026-12-07): GRID's
+# thresholds and three higher relevance floors
+ABSTAIN_BELOW = GRID["abstain_below"] + [0.06, 0.08, 0.1]
+MAX_FALSE_ABSTENTION = 0.05  # half the issue's allowance (<= 10%), for the noise of 42 dev questions
+
+
+def abstention(args) -> None:
+    """PLAN.md's rule on the dev rows of passage mode: with the shipped ``[recommend]`` selection,
+    the (``abstain_below``, ``abstain_dense_below``) with the highest dev abstention whose dev false
+    abstention is <= MAX_FALSE_ABSTENTION; adopted only if it abstains on more dev unanswerable
+    questions than the standing pair. Prints the whole grid and the choice."""
+    from medr2.config import RecommendConfig
+
+    rows = [r for r in load(OUT / f"cands-passage{args.tag}.jsonl") if r["dev"]]
+    shipped = RecommendConfig()
+    standing = (shipped.abstain_below, shipped.abstain_dense_below)
+    n_a = sum(not r["unanswerable"] for r in rows)
+    n_u = sum(r["unanswerable"] for r in rows)
+    got = {}
+    for t, d in itertools.product(ABSTAIN_BELOW, GRID["abstain_dense_below"]):
+        s = replay(rows, shipped.model_copy(update={"abstain_below": t, "abstain_dense_below": d}))
+        got[(t, d)] = (round(s["abstention"] * n_u), round(s["false_abstention"] * n_a), s)
+    lines = [f"# The abstention operating point on dev (bench/guideline.py abstention; PLAN.md)", "",
+             f"Dev rows of passage mode: {n_a} answerable, {n_u} unanswerable; the shipped selection. "
+             f"Cells: abstained unanswerable / falsely abstained answerable.", "",
+             "| abstain_below \\ abstain_dense_below | " + " | ".join(map(str, GRID["abstain_dense_below"])) + " |",
+             "|---:|" + "---:|" * len(GRID["abstain_dense_below"])]
+    for t in ABSTAIN_BELOW:
+        lines.append(f"| {t} | " + " | ".join(f"{got[(t, d)][0]} / {got[(t, d)][1]}"
+                                                for d in GRID["abstain_dense_below"]) + " |")
+    ok = [k for k, v in got.items() if v[1] <= MAX_FALSE_ABSTENTION * n_a]
+    best = max(ok, key=lambda k: (got[k][0], -got[k][1], k == standing, -k[0], -k[1]))
+    adopt = got[best][0] > got[standing][0]
+    lines += ["", f"Standing {standing}: {got[standing][0]} / {got[standing][1]}. Best under the rule {best}: "
+              f"{got[best][0]} / {got[best][1]}. " + ("**Adopted.**" if adopt else "Not adopted: no more abstentions.")]
+    text = "\n".join(lines) + "\n"
+    (RESULTS / "guideline-abstention" / "dev.md").write_text(text, encoding="utf-8")
+    print(text)
+
+
 def recall(args) -> None:
     """Share of required recommendations held by a packed passage, per mode and split."""
     for mode in MODES:
@@ -302,13 +343,13 @@ def report(args) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("phase", choices=["collect", "grid", "recall", "report"])
+    ap.add_argument("phase", choices=["collect", "grid", "abstention", "recall", "report"])
     ap.add_argument("--coarse-k", type=int, help="collect: appraise.coarse_k (default: bench/eval.toml's)")
     ap.add_argument("--tag", default="", help="suffix of the candidate files (a variant's own rows)")
     ap.add_argument("--mode", choices=list(MODES), help="collect or read one mode only")
     ap.add_argument("--dev-only", action="store_true", help="collect: the dev split only")
     args = ap.parse_args()
-    {"collect": collect, "grid": grid, "recall": recall, "report": report}[args.phase](args)
+    {"collect": collect, "grid": grid, "abstention": abstention, "recall": recall, "report": report}[args.phase](args)
 
 
 if __name__ == "__main__":
