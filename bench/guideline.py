@@ -269,7 +269,7 @@ def abstention(args) -> None:
     for t, d in itertools.product(ABSTAIN_BELOW, GRID["abstain_dense_below"]):
         s = replay(rows, shipped.model_copy(update={"abstain_below": t, "abstain_dense_below": d}))
         got[(t, d)] = (round(s["abstention"] * n_u), round(s["false_abstention"] * n_a), s)
-    lines = [f"# The abstention operating point on dev (bench/guideline.py abstention; PLAN.md)", "",
+    lines = ["# The abstention operating point on dev (bench/guideline.py abstention; PLAN.md)", "",
              f"Dev rows of passage mode: {n_a} answerable, {n_u} unanswerable; the shipped selection. "
              f"Cells: abstained unanswerable / falsely abstained answerable.", "",
              "| abstain_below \\ abstain_dense_below | " + " | ".join(map(str, GRID["abstain_dense_below"])) + " |",

@@ -138,7 +138,7 @@ def decide(s0: dict[str, float], s1: dict[str, float], relevance: Optional[float
     if not why_not and weight > 0.0 and confidence_gain and not c1 > c0:
         why_not = (f"the evidence did not make the model surer (best option p {c1:.2f} with it, {c0:.2f} without; "
                    "gate.confidence_gain)")
-        # the answer is the same either way where both pick one option: say so, not only that it went unused
+        # where the evidence pointed: the same option, less surely (it agreed), or another one
         why_not += (f"; with it the model picks the same option ({a1})" if a1 == a0 else
                     f"; with it the model would pick {a1}")
     if why_not or weight == 0.0:
