@@ -206,7 +206,8 @@ def retrieval() -> None:
     sparse = []
     for text, _ in qs:
         docs, scores = model.retrieve([tok.tokens(text, "zh")], k=k, show_progress=False)
-        sparse.append([(int(i), float(s)) for i, s in zip(docs[0], scores[0])])
+        # the index keeps only hits that share a term with the query (score > 0): so does this list
+        sparse.append([(int(i), float(s)) for i, s in zip(docs[0], scores[0]) if s > 0])
     lines.append(row_of("BM25, jieba", [rank_of([i for i, _ in sp], where[g]) for sp, (_, g) in zip(sparse, qs)], "-"))
     for spec in ("bundled:all-MiniLM-L6-v2", "bundled:multilingual-e5-small"):
         c = Config()

@@ -1,7 +1,7 @@
 """The rule of PLAN.md read on the pool's records (issue 35): gate A (weight 0.5, no confidence
 rule) against gate B (weight 0.4, the confidence rule) and direct answering, macro accuracy over
-the four sets and paired McNemar counts; ``--complete-rounds`` keeps only the first N of each set
-where N is the last complete round (a multiple of 20; MedQA-USMLE holds 26).
+the four sets and paired McNemar counts; ``--rounds R`` keeps only the first 20 x R questions of
+each set (MedQA-USMLE holds 26), those ``--limit`` picks, so that an unfinished round is left out.
 
     .venv/bin/python bench/results/gate-dev-en2/read.py            # every record
     .venv/bin/python bench/results/gate-dev-en2/read.py --rounds 2  # the first 40 per set
@@ -27,7 +27,8 @@ POOL = ROOT / "bench" / "out" / "gate-dev-en2" / "benchmark.json"
 
 
 def answer_order() -> dict[str, list[str]]:
-    """Each set's question ids in the order the runs answer them (the pool file's order)."""
+    """Each set's question ids in the pool file's order: ``medr2 eval run --limit N`` takes the first
+    N of it (and answers them in a seeded order)."""
     pool = json.loads(POOL.read_text(encoding="utf-8"))
     return {name: list(qs) for name, qs in pool.items()}
 
@@ -41,6 +42,11 @@ def main() -> int:
         order = answer_order()
         keep = {(ds, q) for ds, ids in order.items() for q in ids[: 20 * args.rounds]}
         recs = [r for r in recs if (r["dataset"], r["id"]) in keep]
+        for ds, ids in order.items():
+            have = sum(r["dataset"] == ds for r in recs)
+            if have < min(20 * args.rounds, len(ids)):
+                print(f"warning: {ds} has {have} of its first {min(20 * args.rounds, len(ids))}: round "
+                      f"{args.rounds} is not complete there", file=sys.stderr)
     letters = {
         "direct": lambda r: best_letter(r["s0"]),
         "vanilla RAG": lambda r: best_letter(r["s1"]),
