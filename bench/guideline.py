@@ -179,28 +179,11 @@ GRID = {"overlap_weight": [0.0, 0.25, 0.5, 0.75],
 
 def objective(s: dict) -> tuple:
     """Dev choice of the selection, at the shipped abstention thresholds (chosen by
-    :func:`abstention` since 2026-12-07; before, :func:`choose_abstention`'s highest abstention -
-    false abstention chose them here): the lowest omission + (1 - precision) + conflict rate, then
-    fewer items.
+    :func:`abstention` since 2026-12-07; before, the highest dev abstention - false abstention
+    chose them here): the lowest omission + (1 - precision) + conflict rate, then fewer items.
     (Conflicts joined the objective on 2026-12-05: without them the dev choice quoted 3.4
     recommendations an answer, and 12% of the report split's answers had a lexical conflict.)"""
     return (s["omission"] + (1 - (s["precision"] or 0)) + (s["conflicts"] or 0), s["items"] or 0)
-
-
-def choose_abstention(rows: list[dict]) -> tuple[float, float]:
-    """The (``abstain_below``, ``abstain_dense_below``) of GRID with the highest abstention - false
-    abstention on ``rows`` (the best packed passage's relevance and the best statement's cosine
-    decide; the selection does not); ties go to the lower thresholds."""
-    def abstains(r, t, d):
-        sim = best_similarity(r)
-        return r["best_passage"] is not None and r["best_passage"] < t and (sim is None or sim < d)
-
-    def gap(td):
-        a = [abstains(r, *td) for r in rows if not r["unanswerable"]]
-        u = [abstains(r, *td) for r in rows if r["unanswerable"]]
-        return sum(u) / max(len(u), 1) - sum(a) / max(len(a), 1)
-    pairs = list(itertools.product(GRID["abstain_below"], GRID["abstain_dense_below"]))
-    return max(pairs, key=lambda td: (gap(td), -td[0], -td[1]))
 
 
 def grid(args) -> None:
@@ -211,23 +194,19 @@ def grid(args) -> None:
     dev_rows = [r for r in rows[args.mode or "passage"] if r["dev"]]
     results = []
     # the shipped abstention pair (bench/results/guideline-abstention: chosen for the issue's
-    # operating point); `choose_abstention` is the rule that chose it before 2026-12-07
+    # operating point); before 2026-12-07 the highest dev abstention - false abstention chose it here
     shipped = RecommendConfig()
-    abstain = (shipped.abstain_below, shipped.abstain_dense_below)
-    if abstain[0] not in GRID["abstain_below"]:
-        GRID["abstain_below"].append(abstain[0])
-    for vals in itertools.product(*GRID.values()):
-        kw = dict(zip(GRID, vals))
-        if (kw["abstain_below"], kw["abstain_dense_below"]) != abstain:
-            continue
+    space = {**GRID, "abstain_below": [shipped.abstain_below], "abstain_dense_below": [shipped.abstain_dense_below]}
+    for vals in itertools.product(*space.values()):
+        kw = dict(zip(space, vals))
         results.append((kw, replay(dev_rows, RecommendConfig(**kw))))
     results.sort(key=lambda x: objective(x[1]))
     best = results[0][0]
     lines = ["# Recommendation answers: dev choice (bench/guideline.py grid)", "",
              f"Dev: {sum(not r['unanswerable'] for r in dev_rows)} NGC questions + "
              f"{sum(r['unanswerable'] for r in dev_rows)} unanswerable (passage mode). Objective: "
-             "abstain_below with the highest abstention - false abstention first, then the selection with the "
-             "lowest omission + (1 - precision) + conflict rate.", "",
+             "at the shipped abstention thresholds, the selection with the lowest omission + (1 - precision) + "
+             "conflict rate.", "",
              "| overlap_weight | min_relevance | keep_ratio | abstain_below | abstain_dense_below | max_items | "
              "one_guideline | omission | precision | conflicts | false abst. | abstention | items |",
              "|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
@@ -270,13 +249,13 @@ def abstention(args) -> None:
 
     rows = [r for r in load(OUT / f"cands-passage{args.tag}.jsonl") if r["dev"]]
     shipped = RecommendConfig()
-    standing = STANDING  # the pair PLAN.md compared against (the default since is its outcome)
+    standing = STANDING
     n_a = sum(not r["unanswerable"] for r in rows)
     n_u = sum(r["unanswerable"] for r in rows)
     got = {}
     for t, d in itertools.product(ABSTAIN_BELOW, GRID["abstain_dense_below"]):
         s = replay(rows, shipped.model_copy(update={"abstain_below": t, "abstain_dense_below": d}))
-        got[(t, d)] = (round(s["abstention"] * n_u), round(s["false_abstention"] * n_a), s)
+        got[(t, d)] = (round(s["abstention"] * n_u), round(s["false_abstention"] * n_a))
     lines = ["# The abstention operating point on dev (bench/guideline.py abstention; PLAN.md)", "",
              f"Dev rows of passage mode: {n_a} answerable, {n_u} unanswerable; the shipped selection. "
              f"Cells: abstained unanswerable / falsely abstained answerable.", "",
