@@ -210,3 +210,65 @@ def test_a_list_cut_from_its_lead_in_is_read_from_the_next_passages():
     s = continued(lead, items, ["p2", "p3"])
     assert s.statement.endswith("has: a heart murmur; signs of heart failure.") and s.continued_in == ["p2", "p3"]
     assert with_items("Use these scores:", []) == "Use these scores:"
+
+
+@pytest.mark.parametrize("text, grade, strength", [
+    ("Treat latent infection before starting biologics (BIII).", "BIII", "moderate"),
+    ("repeat the smear in 3 years is acceptable (biii).", "biii", "moderate"),
+    ("Give the vaccine before travel (A-II).", "A-II", "strong"),
+    ("Offer a cuffed tube (Strength of Recommendation: Strong For).", "Strength of Recommendation: Strong For", "strong"),
+    ("Based on consensus, the panel recommends a repeat scan.", "Based on consensus", "consensus"),
+    ("Offer a written plan (Consensus).", "Consensus", "consensus"),
+])
+def test_more_grade_schemes(text, grade, strength):
+    assert parse_grade(text) == (grade, strength)
+
+
+@pytest.mark.parametrize("text", [
+    "The committee made a recommendation for research on follow-up.",  # "a recommendation" is no grade A
+    "Manage the result according to the 2019 consensus guidelines.",
+    "Consensus was not reached for patients on high-dose steroids.",
+    "The panel used a formal consensus process for this question.",
+    "The analysis included all grade 3 and 4 events.",
+    "Grade 3 or higher neutropenia occurred in 12%.",
+    "Severe obesity is defined as class III obesity.",
+])
+def test_mentions_of_grades_and_consensus_are_no_grade(text):
+    assert parse_grade(text) == (None, None)
+
+
+@pytest.mark.parametrize("text", [
+    "The ERG considered that the trials were well conducted and should be generalisable.",
+    "The committee agreed that people should be offered a choice of treatment.",
+    "It considered the drug to be the most widely used one in the UK.",
+    "The committee made a recommendation for research on models of care.",
+    "The manufacturer stated that the trial tested the drug at its recommended dose.",
+    "Recommended antibiotics are available as generic formulations.",
+    "NICE's guideline on asthma recommends that people should have a written plan.",
+    "Which patients should be screened for fatty liver? No consensus exists.",
+    "These findings suggest improved activity for the combination over placebo.",
+    "Refer to the full text of the original guideline for the screening procedures.",
+])
+def test_reported_discussion_cited_advice_and_pointers_are_not_recommendations(text):
+    assert extract(text) == [], text
+
+
+def test_imperatives_of_procedure_guidance_and_conditional_imperatives_are_recommendations():
+    text = ("Clinicians wishing to undertake the procedure should take the following actions.\n"
+            "Inform the clinical governance leads in their Trusts.\n"
+            "Audit and review clinical outcomes of all patients having the procedure.\n"
+            "If the test is positive, manage using the local thresholds.\n"
+            "Ensure that patients understand that other treatments are available.")
+    got = {s.statement: s.direction for s in extract(text)}
+    assert got["Inform the clinical governance leads in their Trusts."] == "for"
+    assert got["Audit and review clinical outcomes of all patients having the procedure."] == "for"
+    assert got["If the test is positive, manage using the local thresholds."] == "for"
+    assert got["Ensure that patients understand that other treatments are available."] == "for"
+
+
+def test_encouraged_and_method_of_choice_are_recommendations_for():
+    (a,) = extract("Clinicians are encouraged to collect long-term outcome data.")
+    (b,) = extract("Cine imaging with bSSFP is the method of choice at 1.5 T.")
+    assert a.direction == b.direction == "for"
+    (c,) = extract("Stop phototherapy once bilirubin is 3 mg/dL below the threshold.")
+    assert c.direction == "neutral"  # when to stop, not a recommendation against

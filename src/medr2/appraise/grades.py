@@ -17,6 +17,7 @@ Levels / grades "Level A", "Grade B",  A or I or 1 ``strong``, B or II or 2 ``mo
 "Level II", USPSTF "B recommendation"  or III/IV ``weak``; U and USPSTF "I statement"
                                        ``insufficient``
 bracketed "[IA]", "(I-C)", "II-2D"     the letter: A ``strong``, B ``moderate``, C-E ``weak``
+letter + class "(BIII)", "(A-II)"      the letter, as above
 "GPP", good practice point, expert     ``consensus``
 opinion, consensus
 =====================================  =========================================================
@@ -34,7 +35,10 @@ STRENGTH_RANK = {"strong": 4, "moderate": 3, "consensus": 2.5, "weak": 2, "insuf
 _LETTER = {"A": "strong", "B": "moderate", "C": "weak", "D": "weak", "E": "weak", "U": "insufficient"}
 _ROMAN = {"I": "strong", "II": "moderate", "III": "weak", "IV": "weak"}
 _DIGIT = {"1": "strong", "2": "moderate", "3": "weak", "4": "weak"}
-_NOT_A_GRADE = r"(?!\s*(?:stud|trial|article|paper|report|data\b|patients?\b))"
+# not a grade when what follows makes it a study class, a toxicity grade ("grade 3 and 4 events",
+# "grade 3 or higher") or a disease class ("class III obesity")
+_NOT_A_GRADE = (r"(?!\s*(?:stud|trial|article|paper|report|data\b|patients?\b|(?:and|or|to)\s+(?:[1-5]|I{1,3}|IV)\b|"
+                r"[-–/]\s*(?:[1-5]|I{1,3}|IV)\b|adverse|events?\b|toxicit|AEs?\b|or (?:higher|above|worse|greater)|obes))")
 
 # (pattern, strength of the match) in the order tried; the first match in the statement wins
 # wording-only grades ("strongly recommends", "consensus") count only when no tag is present
@@ -60,11 +64,17 @@ _grade(r"\bClass\s+(III|IIa|IIb|II|I|IV)\b" + _NOT_A_GRADE + r"(?:\s*[,;(]?\s*(?
 _grade(r"\(\s*([12])\s*\|\s*[+O⊕○]{2,4}\s*\)", lambda m: _DIGIT[m.group(1)])
 # USPSTF statements
 _grade(r"\bI\s+statement\b", lambda m: "insufficient")
-_grade(r"\b(?:grade\s+)?([A-D])\s+recommendation\b", lambda m: _LETTER[m.group(1).upper()])
+# the letter is a capital: "a recommendation for research" is no grade A
+_grade(r"\b(?:grade\s+)?((?-i:[A-D]))\s+recommendation\b", lambda m: _LETTER[m.group(1).upper()])
 # named levels and grades: Level A, Grade B, Level II, Level 1, Level of evidence: C
 _grade(r"\b(?:Level|Grade|Strength(?:\s+of\s+recommendation)?|SOR)\s*(?:of\s+evidence\s*)?[:=]?\s*"
        r"(I{1,3}V?|IV|[A-DU]|[1-4])(?:[abc+]|-[abc1-3])?(?!\w)" + _NOT_A_GRADE,
        lambda m: (_ROMAN.get(m.group(1).upper()) or _LETTER.get(m.group(1).upper()) or _DIGIT[m.group(1)]))
+# a strength written as a word after its label: "(Strength of Recommendation: Strong For)"
+_grade(r"\bStrength\s+of\s+recommendation\s*[:=]\s*(strong|moderate|weak|conditional|limited|optional|"
+       r"insufficient|consensus)\b(?:\s+(?:for|against))?",
+       lambda m: {"strong": "strong", "moderate": "moderate", "insufficient": "insufficient",
+                  "consensus": "consensus"}.get(m.group(1).lower(), "weak"))
 # GRADE codes 1A..2C in brackets or parentheses
 _grade(r"[\[(]\s*([12])\s*([A-D])\s*[\])]", lambda m: _DIGIT[m.group(1)] if m.group(1) == "1" else "weak")
 # evidence class + letter grade in brackets or parentheses: [IA], [IIb-B], (I-C), (II-2D)
@@ -74,8 +84,17 @@ _grade(r"\b(?:I{1,3}|IV)-[1-3]\s*([A-E])\b", lambda m: _LETTER[m.group(1).upper(
 _grade(r"\[\s*([A-D])\s*\]\s*\.?$", lambda m: _LETTER[m.group(1).upper()])
 # GRADE's wording without a tag: "the panel strongly recommends"
 _grade(r"\bstrongly\s+(?:recommend(?:s|ed)?|advise[sd]?)\b", lambda m: "strong", wording=True)
-# consensus statements
-_grade(r"\b(?:GPP|good practice point|expert opinion|consensus(?:[- ]based)?(?:\s+recommendation)?)\b",
+# strength letter + evidence class, in brackets at the end of a statement (IDSA, ASCCP, DHHS): "(BIII)", "(A-II)"
+_grade(r"[\[(]\s*((?-i:[A-E])|(?-i:[a-e]))\s*-?\s*((?-i:I{1,3}|IV|i{1,3}|iv))\s*[\])](?=\s*(?:[.;]|$))",
+       lambda m: _LETTER[m.group(1).upper()])
+# consensus as the basis of a recommendation; a mention of consensus ("2019 consensus guidelines",
+# "consensus was not reached", "a formal consensus process") is no grade
+_grade(r"\b(?:GPP|good practice point|expert opinion|consensus[- ]based(?:\s+recommendation)?|consensus recommendation|"
+       r"(?:based on|by)\s+(?:(?:an?|the)\s+)?(?:(?:expert|panel|formal|informal|group)\s+)?consensus|"
+       r"(?:formal|informal|expert|panel)\s+consensus(?!\s+(?:guidelines?|statements?|conferences?|documents?|"
+       r"process(?:es)?|methods?|meetings?|panels?|development))|"
+       r"consensus\s+(?:of|among)\s+(?:the\s+)?(?:experts?|panel|committee|group|work(?:ing)?\s+group))\b|"
+       r"[(\[]\s*consensus\s*[)\]]",
        lambda m: "consensus", wording=True)
 
 

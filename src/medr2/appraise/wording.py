@@ -17,11 +17,20 @@ import re
 from medr2.appraise.grades import parse_grade
 
 DIRECTIVE = re.compile(
-    r"(?i)\b(?:should|must|shall|recommend(?:s|ed|ation)?|suggest(?:s|ed)?|advise[sd]?|"
+    r"(?i)\b(?:should|must|shall|recommend(?:s|ed)?|suggest(?:s|ed)?|advise[sd]?|"
     r"(?:is|are)\s+(?:not\s+)?(?:indicated|contraindicated|preferred|advised|warranted|required|necessary)|"
-    r"consider(?:ed)?|offer(?:ed)?|avoid(?:ed)?|do not|(?:is|are)\s+(?:an?\s+)?(?:reasonable|appropriate|acceptable)|"
-    r"(?:is|are)\s+(?:an?\s+)?(?:option|first[- ]line|treatment of choice)|"
-    r"may\s+(?:be|benefit|use|receive|reduce)|can\s+be\s+(?:used|offered|considered|given)|"
+    r"consider(?:ed)?|offer(?:ed)?|avoid(?:ed)?|do not|"
+    r"(?:is|are)\s+(?:also\s+|not\s+|generally\s+|usually\s+)?(?:an?\s+)?(?:reasonable|appropriate|acceptable|suitable)|"
+    r"(?:is|are)\s+(?:an?\s+)?(?:option|first[- ]line|(?:the\s+)?(?:treatment|method|test|modality|drug|agent) of choice)|"
+    r"(?:is|are)\s+(?:strongly\s+)?encouraged|it is (?:\w+\s+)?(?:important|essential|advisable|vital|crucial) "
+    r"(?:that|to (?!(?:note|remember|recogni[sz]e|emphasi[sz]e|understand|acknowledge|mention|point out|reali[sz]e|"
+    r"stress|evaluate the)\b))|"
+    r"may\s+(?:be\s+(?:an?\s+|\w+ly\s+)?(?:considered|used|offered|given|appropriate|reasonable|beneficial|helpful|useful|"
+    r"option|alternative|indicated|preferred|preferable|effective|ineffective|recommended|warranted|administered|"
+    r"prescribed|started|initiated|continued|discontinued|stopped|withheld|performed|tried|added|omitted|avoided|"
+    r"delayed|deferred|repeated|acceptable|safe|unsafe|suitable|necessary|required|needed|harmful|ingested|taken|"
+    r"applied|measured|monitored|checked|obtained|tested|screened|referred|treated|managed|of (?:benefit|value|use)|"
+    r"(?:safely|reasonably)\s+\w+)|benefit|use|receive|reduce)|can\s+be\s+(?:used|offered|considered|given|performed)|"
     r"there is (?:\w+\s+){0,3}evidence|(?:evidence|data) (?:is|are|was|were) (?:insufficient|inadequate|inconclusive)|"
     r"insufficient evidence)\b")
 # wording of an ungraded statement: firm ("should", "is recommended") or conditional ("may")
@@ -29,8 +38,22 @@ DIRECTIVE = re.compile(
 IMPERATIVE = re.compile(
     r"^(?:offer|consider|do not|don't|stop|continue|start|measure|check|prefer|expect|advise|reduce|use|give|"
     r"avoid|refer|assess|screen|test|treat|monitor|prescribe|discuss|ensure|explain|arrange|review|repeat|"
-    r"perform|obtain|administer|withhold|discontinue|recommend|encourage|think about|be aware|take into account)\b",
+    r"perform|obtain|administer|withhold|discontinue|recommend|encourage|think about|be aware|take into account|"
+    r"inform|audit|base|ask|provide|involve|tell|record|document|seek|make sure|agree|support|keep|follow|manage)\b(?!-)",
     re.I)
+# a conditional clause before an imperative: "If HPV testing is performed, manage using ..."
+LEADING_CONDITION = re.compile(r"(?i)^(?:if|when|where|once|after|before|unless|until|in|for)\b[^,;:]{1,150},\s*")
+# wording that looks like a directive but reports: "these findings suggest", "was considered to be related",
+# "to avoid the domination of ..."
+REPORTED_WORDING = re.compile(
+    r"(?i)\b(?:findings|results|data|evidence|stud(?:y|ies)|analys[ie]s|trials?|this|these|it)\s+(?:also\s+|may\s+|"
+    r"might\s+)?suggest(?:s|ed)?\b|\b(?:has|have|had)\s+been\s+suggested\b|\b(?:was|were)\s+considered\b|\bto avoid\b")
+# "recommended" as an adjective ("NICE recommended treatments", "at its recommended dose",
+# "Recommended antibiotics are available as generic formulations") directs nothing
+ADJECTIVE_RECOMMENDED = re.compile(
+    r"(?i)\b(?:the|its|their|his|her|a|an|other|NICE|currently|previously|usual(?:ly)?)\s+recommended\s+"
+    r"(?!(?:that|for|to|as|in|by|if|when|only|against|with|and|or|but|because|at|on|first|initially|instead)\b)"
+    r"(?=[a-z])|^Recommended\s+(?=[a-z])")
 GRADE_ONLY = re.compile(r"^\s*[(\[][^()\[\]]{1,120}[)\]]\s*\.?\s*$")
 FIRM = re.compile(r"(?i)\b(?:should|must|shall|recommend(?:s|ed)?|(?:is|are)\s+(?:not\s+)?indicated|"
                    r"contraindicated|do not|avoid)\b|^(?:offer|do not|stop|start|measure|check|give|use|treat|"
@@ -45,8 +68,24 @@ STARTS_OWN = re.compile(r"(?i)^(?:conclusion|question|rationale|justification|ev
 
 
 def directs(sentence: str) -> bool:
-    """Whether a sentence directs care or reports a finding on the evidence (its wording)."""
-    return bool(DIRECTIVE.search(sentence)) or bool(IMPERATIVE.match(LABEL.sub("", sentence).strip()))
+    """Whether a sentence directs care or reports a finding on the evidence (its wording).
+
+    >>> directs("Monitor blood counts at its recommended dose."), directs("NICE recommended treatments exist.")
+    (True, False)
+    """
+    return bool(DIRECTIVE.search(REPORTED_WORDING.sub(" ", ADJECTIVE_RECOMMENDED.sub(" ", sentence)))) \
+        or imperative(sentence)
+
+
+def imperative(sentence: str) -> bool:
+    """Whether a sentence opens with an imperative, after its label and a conditional clause
+    ("If the test is positive, manage ...").
+
+    >>> imperative("1.2 Offer statins."), imperative("If HbA1c is high, refer to a specialist."), imperative("It is high.")
+    (True, True, False)
+    """
+    bare = LABEL.sub("", sentence).strip()
+    return bool(IMPERATIVE.match(bare)) or bool(IMPERATIVE.match(LEADING_CONDITION.sub("", bare)))
 
 
 def is_recommendation(sentence: str) -> bool:
