@@ -1,7 +1,7 @@
 """Recommendation extraction on guideline text that is not an NGC summary (issue 36).
 
     python bench/guideline_extraction.py labels FILE...  # helpers' quote labels -> offset labels (committed)
-    python bench/guideline_extraction.py score [--split dev|report|all] [--show]
+    python bench/guideline_extraction.py score [--split dev|report|all] [--show] [--markdown]
     python bench/guideline_extraction.py snapshot OUT.jsonl  # every statement of the NGC trust index
     python bench/guideline_extraction.py diff A.jsonl B.jsonl  # what an extractor change did to NGC text
 
@@ -78,13 +78,28 @@ def convert(files: list[Path]) -> None:
     print(f"{LABELS}: {len(rows)} chunks, {sum(len(r['units']) for r in rows.values())} units; {missing} quotes not found")
 
 
-def statements(i: int, text: str):
-    """The statements the product reads from chunk ``i``: one guideline record, segmented."""
+def statements(i: int, text: str, markdown: bool = False):
+    """The statements the product reads from chunk ``i``: one guideline record, segmented; with
+    ``markdown`` the chunk is read as a Markdown file is (``medr2 ingest FILE.md --source-type
+    guideline``: its "#" headings become the heading path, and passages under a heading that
+    describes rather than recommends are skipped)."""
+    import tempfile
+
     from medr2.appraise.recommendations import advice_section, extract
+    from medr2.config import Config
+    from medr2.ingest.loaders.documents import load_markdown
     from medr2.ingest.loaders.records import record_to_document
     from medr2.ingest.segment import segment
 
-    doc = record_to_document({"id": f"chunk-{i}", "text": text}, {}, CHUNKS, f"chunk {i}", "guideline")
+    if markdown:
+        cfg = Config()
+        cfg.ingest.source_type = "guideline"
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / f"chunk-{i}.md"
+            path.write_text(text, encoding="utf-8")
+            doc = next(load_markdown(path, cfg))
+    else:
+        doc = record_to_document({"id": f"chunk-{i}", "text": text}, {}, CHUNKS, f"chunk {i}", "guideline")
     return [s for p in segment(doc) if advice_section(p.heading_path) for s in extract(p.text)]
 
 
@@ -112,7 +127,7 @@ def same_grade(found: str | None, gold: str | None) -> bool:
     return f in g or g in f
 
 
-def score(split: str, show: bool) -> dict:
+def score(split: str, show: bool, markdown: bool = False) -> dict:
     texts = chunks()
     labels = {r["chunk"]: r for r in map(json.loads, LABELS.read_text(encoding="utf-8").splitlines())}
     ids = {"dev": DEV, "report": REPORT, "all": list(range(100))}[split]
@@ -121,7 +136,7 @@ def score(split: str, show: bool) -> dict:
     for i in ids:
         text = texts[i]
         gold = [(text[u["start"]:u["end"]], u) for u in labels[i]["units"]]
-        st = statements(i, text)
+        st = statements(i, text, markdown)
         c["gold"] += len(gold)
         c["stmts"] += len(st)
         hit = [False] * len(gold)
@@ -232,6 +247,7 @@ def main() -> None:
     sc = sub.add_parser("score")
     sc.add_argument("--split", choices=["dev", "report", "all"], default="dev")
     sc.add_argument("--show", action="store_true", help="print each statement and each missed unit")
+    sc.add_argument("--markdown", action="store_true", help="read each chunk as a Markdown file (headings as sections)")
     sn = sub.add_parser("snapshot")
     sn.add_argument("out", type=Path)
     df = sub.add_parser("diff")
@@ -246,7 +262,7 @@ def main() -> None:
     elif a.cmd == "diff":
         diff(a.a, a.b, a.show)
     else:
-        print(table({a.split: score(a.split, a.show)}))
+        print(table({a.split: score(a.split, a.show, a.markdown)}))
 
 
 if __name__ == "__main__":

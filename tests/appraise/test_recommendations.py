@@ -272,3 +272,9 @@ def test_encouraged_and_method_of_choice_are_recommendations_for():
     assert a.direction == b.direction == "for"
     (c,) = extract("Stop phototherapy once bilirubin is 3 mg/dL below the threshold.")
     assert c.direction == "neutral"  # when to stop, not a recommendation against
+
+
+def test_a_pointer_to_another_section_is_no_recommendation_but_a_referral_is():
+    assert extract("For more details, refer to the 'Sources of evidence' section.") == []
+    (s,) = extract("Refer people with red-flag symptoms to a specialist urgently.")
+    assert s.direction == "for"

@@ -85,8 +85,10 @@ _FOR_WORDING = re.compile(r"(?i)\b(?:is|are)\s+(?:\w+ly\s+)?(?:preferred|prefera
                           r"(?:the\s+)?(?:method|treatment|test) of choice|encouraged|required|warranted|reasonable)\b")
 _STOP = re.compile(r"(?i)^(?:stop|discontinue|withhold|withdraw)\b")
 # a pointer to the rest of the document ("Refer to the full text for ..."), not advice
-_POINTER = re.compile(r"(?i)^(?:refer to|see|read)\s+(?:the\s+)?(?:\"?(?:full|original|main|complete|section|box|table|"
-                      r"appendix|figure|supplement|companion|guideline|clinical considerations))")
+_POINTER = re.compile(r"(?i)^(?:for (?:more|further) (?:details|information)[^,.]{0,60},\s*)?(?:refer to|see|read)\s+"
+                      r"(?:the\s+)?(?:[\"'‘“](?:[^\"'’”]{1,60})[\"'’”]\s+(?:section|field|chapter)|\"?(?:full|original|"
+                      r"main|complete|section|box|table|appendix|figure|supplement|companion|guideline|"
+                      r"clinical considerations))")
 # another guideline's advice, cited: "NICE's guideline on anaphylaxis recommends that ...",
 # "The 2009 Special Conference of the European Association ... recommended ..."
 _ELSEWHERE = re.compile(r"(?i)\b(?:\w+'s|\d{4})\s+(?:[\w-]+\s+){0,3}(?:guidelines?|guidance|conference|statement)\s+"
