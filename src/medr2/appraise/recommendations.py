@@ -31,7 +31,8 @@ from typing import Optional, Sequence
 from medr2.appraise.grades import STRENGTH_RANK, STRENGTHS, parse_grade  # noqa: F401 (re-exported)
 from medr2.appraise.headings import SECTION_NUMBER, heading_lines, section_heading  # noqa: F401 (re-exported)
 from medr2.appraise.wording import (BULLET, FIRM, GRADE_ONLY, IMPERATIVE, INSUFFICIENT, LABEL, STARTS_OWN,
-                                    directs, imperative, is_recommendation)  # noqa: F401 (re-exported)
+                                    advises_for, directs, imperative, is_recommendation, pointer,  # noqa: F401
+                                    reported)
 from medr2.kg.extract.structured import polarity_of
 from medr2.util.sentences import sentences
 
@@ -70,32 +71,6 @@ _DEFINITION = re.compile(
     r"consistent|limited|expert|based on|high|moderate|low|very low|the (?:benefits?|net benefit)))|"
     r"[A-D]\s*=\s|[IV]{1,3}(?:-\d)?\s*=\s)|"
     r"\bthere is (?:good|fair|poor|insufficient) evidence to recommend (?:for |against )?the clinical preventive action")
-# what a committee, a review group or a company said while weighing the evidence (NICE appraisals'
-# discussion, guideline rationales), and recommendations for research: reported, not recommended
-_REPORTED = re.compile(
-    r"(?i)\b(?:(?:the|an?|this|its)\s+(?:\w+\s+){0,2}?(?:committee|ERG|evidence review group|assessment group|company|"
-    r"manufacturer|sponsor|(?:clinical|patient)\s+(?:and\s+\w+\s+)?experts?|experts?|authors?|investigators?|"
-    r"reviewers?|panel|submission)|it|they)\s+(?:also\s+|therefore\s+|further\s+|then\s+|had\s+)?"
-    r"(?:considered|agreed|concluded|noted|stated|explained|advised|recalled|highlighted|heard|was aware|were aware|"
-    r"understood|recogni[sz]ed|accepted|acknowledged|believed|discussed|commented|emphasi[sz]ed|argued|"
-    r"pointed out|questioned|was concerned|were concerned|observed|queried|thought|felt|judged|"
-    r"was satisfied|were satisfied|suggested that)\b")
-# wording for an action that the polarity reader does not know
-_FOR_WORDING = re.compile(r"(?i)\b(?:is|are)\s+(?:\w+ly\s+)?(?:preferred|preferable|acceptable|an?\s+(?:option|alternative)|"
-                          r"(?:the\s+)?(?:method|treatment|test) of choice|encouraged|required|warranted|reasonable)\b")
-_STOP = re.compile(r"(?i)^(?:stop|discontinue|withhold|withdraw)\b")
-# a pointer to the rest of the document ("Refer to the full text for ..."), not advice
-_POINTER = re.compile(r"(?i)^(?:for (?:more|further) (?:details|information)[^,.]{0,60},\s*)?(?:refer to|see|read)\s+"
-                      r"(?:the\s+)?(?:[\"'‘“](?:[^\"'’”]{1,60})[\"'’”]\s+(?:section|field|chapter)|\"?(?:full|original|"
-                      r"main|complete|section|box|table|appendix|figure|supplement|companion|guideline|"
-                      r"clinical considerations))")
-# another guideline's advice, cited: "NICE's guideline on anaphylaxis recommends that ...",
-# "The 2009 Special Conference of the European Association ... recommended ..."
-_ELSEWHERE = re.compile(r"(?i)\b(?:\w+'s|\d{4})\s+(?:[\w-]+\s+){0,3}(?:guidelines?|guidance|conference|statement)\s+"
-                        r"(?:on|for|of|in)\b[^.;]{0,120}?\b(?:recommends|recommended|suggests|suggested|advises|advised)\b")
-# a statement that opens with a question ("Which patients should be screened? There is no consensus ...")
-_QUESTION = re.compile(r"^[^.!?]{8,300}\?")
-_RESEARCH = re.compile(r"(?i)\brecommendations?\s+for\s+(?:further\s+)?research\b|\bresearch recommendations?\b")
 _TRAILER = re.compile(r"(?i)\s(?:Definitions|Abbreviations|Key|Legend)\s*:.*$", re.S)
 
 
@@ -403,10 +378,8 @@ def _is_advice(statement: str) -> bool:
     """Not a grade definition, a description of practice ("X is often recommended"; graded
     statements excepted), a bare parenthetical or a fragment of under four words."""
     return not (_DEFINITION.search(statement) or statement.startswith("(") or len(statement.split()) < 4
-                or _POINTER.match(LABEL.sub("", statement).strip())
-                or ((_DESCRIPTIVE.search(statement) or _REPORTED.search(statement) or _RESEARCH.search(statement)
-                     or _ELSEWHERE.search(statement) or _QUESTION.match(statement))
-                    and parse_grade(statement)[0] is None))
+                or pointer(statement)
+                or ((_DESCRIPTIVE.search(statement) or reported(statement)) and parse_grade(statement)[0] is None))
 
 
 _HEADER_END = re.compile(r":\s*$")
@@ -440,8 +413,7 @@ def _statement(text: str, section: Optional[str] = None) -> Statement:
     if strength is None and INSUFFICIENT.search(text):
         strength = "insufficient"
     pol = polarity_of(text)
-    if pol == 0 and (imperative(text) or _FOR_WORDING.search(text)):
-        # "Ensure ...", "Refer ...", "X is preferred": a recommendation for; "Stop X once ..." stays neutral
-        pol = 0 if _STOP.match(LABEL.sub("", text).strip()) else 1
+    if pol == 0 and advises_for(text):
+        pol = 1
     direction = "neutral" if strength == "insufficient" else {1: "for", -1: "against"}.get(pol, "neutral")
     return Statement(text, grade, strength, direction, population_of(text), bool(FIRM.search(text)), section)

@@ -91,3 +91,59 @@ def imperative(sentence: str) -> bool:
 def is_recommendation(sentence: str) -> bool:
     """Whether a sentence directs care, reports a finding on the evidence, or carries a grade."""
     return directs(sentence) or parse_grade(sentence)[0] is not None
+
+
+# what a committee, a review group or a company said while weighing the evidence (NICE appraisals'
+# discussion, guideline rationales), and recommendations for research: reported, not recommended
+REPORTED = re.compile(
+    r"(?i)\b(?:(?:the|an?|this|its)\s+(?:\w+\s+){0,2}?(?:committee|ERG|evidence review group|assessment group|company|"
+    r"manufacturer|sponsor|(?:clinical|patient)\s+(?:and\s+\w+\s+)?experts?|experts?|authors?|investigators?|"
+    r"reviewers?|panel|submission)|it|they)\s+(?:also\s+|therefore\s+|further\s+|then\s+|had\s+)?"
+    r"(?:considered|agreed|concluded|noted|stated|explained|advised|recalled|highlighted|heard|was aware|were aware|"
+    r"understood|recogni[sz]ed|accepted|acknowledged|believed|discussed|commented|emphasi[sz]ed|argued|"
+    r"pointed out|questioned|was concerned|were concerned|observed|queried|thought|felt|judged|"
+    r"was satisfied|were satisfied|suggested that)\b")
+# wording for an action that the polarity reader does not know
+FOR_WORDING = re.compile(r"(?i)\b(?:is|are)\s+(?:\w+ly\s+)?(?:preferred|preferable|acceptable|an?\s+(?:option|alternative)|"
+                          r"(?:the\s+)?(?:method|treatment|test) of choice|encouraged|required|warranted|reasonable)\b")
+STOP = re.compile(r"(?i)^(?:stop|discontinue|withhold|withdraw)\b")
+# a pointer to the rest of the document ("Refer to the full text for ..."), not advice
+POINTER = re.compile(r"(?i)^(?:for (?:more|further) (?:details|information)[^,.]{0,60},\s*)?(?:refer to|see|read)\s+"
+                      r"(?:the\s+)?(?:[\"'‘“](?:[^\"'’”]{1,60})[\"'’”]\s+(?:section|field|chapter)|\"?(?:full|original|"
+                      r"main|complete|section|box|table|appendix|figure|supplement|companion|guideline|"
+                      r"clinical considerations))")
+# another guideline's advice, cited: "NICE's guideline on anaphylaxis recommends that ...",
+# "The 2009 Special Conference of the European Association ... recommended ..."
+ELSEWHERE = re.compile(r"(?i)\b(?:\w+'s|\d{4})\s+(?:[\w-]+\s+){0,3}(?:guidelines?|guidance|conference|statement)\s+"
+                        r"(?:on|for|of|in)\b[^.;]{0,120}?\b(?:recommends|recommended|suggests|suggested|advises|advised)\b")
+# a statement that opens with a question ("Which patients should be screened? There is no consensus ...")
+QUESTION = re.compile(r"^[^.!?]{8,300}\?")
+RESEARCH = re.compile(r"(?i)\brecommendations?\s+for\s+(?:further\s+)?research\b|\bresearch recommendations?\b")
+
+
+def reported(statement: str) -> bool:
+    """Whether a statement reports rather than recommends: a committee's or review group's
+    discussion, another guideline's advice cited, a recommendation for research, or a question.
+
+    >>> reported("The committee agreed that people should be offered a choice."), reported("Offer a choice.")
+    (True, False)
+    """
+    return bool(REPORTED.search(statement) or RESEARCH.search(statement) or ELSEWHERE.search(statement)
+                or QUESTION.match(statement))
+
+
+def pointer(statement: str) -> bool:
+    """Whether a statement only points to another part of the document ("Refer to the full text")."""
+    return bool(POINTER.match(LABEL.sub("", statement).strip()))
+
+
+def advises_for(statement: str) -> bool:
+    """Whether wording the polarity reader does not know says "do this": an imperative ("Ensure
+    ...", "If X, refer ...") or "is preferred / acceptable / an option"; "Stop X once ..." is a
+    when-to-stop, not a recommendation for or against.
+
+    >>> advises_for("Ensure that patients are informed."), advises_for("Stop phototherapy at 15 mg/dL.")
+    (True, False)
+    """
+    return (imperative(statement) or bool(FOR_WORDING.search(statement))) \
+        and not STOP.match(LABEL.sub("", statement).strip())
