@@ -43,6 +43,15 @@ def test_markdown_setext_headings_and_code_blocks(tmp_path):
     assert doc.doc_id.startswith("md:s-")
 
 
+def test_a_paragraph_behind_a_stray_hash_is_text_not_a_heading(tmp_path):
+    long = "Guideline: for postmenopausal patients with benign endometrial cells " + "assessment is advised " * 15
+    p = tmp_path / "p.md"
+    p.write_text(f"# Cervical screening\n\nIntro text.\n\n## {long.strip()}\n", encoding="utf-8")
+    (doc,) = load("markdown", p)
+    assert [h for h, _ in doc.walk()] == [("Cervical screening",)]
+    assert "postmenopausal patients" in doc.full_text()  # its words reach a passage
+
+
 def test_markdown_bad_front_matter_is_reported(tmp_path):
     p = tmp_path / "b.md"
     p.write_text("---\nsource_type: pamphlet\n---\n# X\n\ntext\n", encoding="utf-8")

@@ -81,6 +81,9 @@ def split_front_matter(text: str, path: Path) -> tuple[dict[str, Any], str]:
 
 _ATX = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _SETEXT = re.compile(r"^(=+|-+)[ \t]*$")
+# a "#" line this long is a paragraph with a stray mark (text converted from other formats does
+# this), not a heading: as a heading its words would reach no passage
+MAX_HEADING_WORDS = 40
 
 
 def markdown_blocks(body: str) -> list[Block]:
@@ -97,6 +100,8 @@ def markdown_blocks(body: str) -> list[Block]:
             i += 1
             continue
         m = None if in_code else _ATX.match(line)
+        if m and len(m.group(2).split()) > MAX_HEADING_WORDS:
+            m, line = None, m.group(2)
         setext = (
             not in_code
             and i + 1 < len(lines)
