@@ -278,3 +278,10 @@ def test_a_pointer_to_another_section_is_no_recommendation_but_a_referral_is():
     assert extract("For more details, refer to the 'Sources of evidence' section.") == []
     (s,) = extract("Refer people with red-flag symptoms to a specialist urgently.")
     assert s.direction == "for"
+
+
+def test_an_imperative_with_to_avoid_is_still_a_recommendation():
+    # "to avoid" alone is read as purpose ("in order to avoid toxicity"), so the verb must carry it
+    (s,) = extract("Counsel patients to avoid alcohol during treatment.")
+    assert s.direction == "against"
+    assert extract("In order to avoid severe toxicity, one risks progression with low doses.") == []

@@ -39,7 +39,8 @@ IMPERATIVE = re.compile(
     r"^(?:offer|consider|do not|don't|stop|continue|start|measure|check|prefer|expect|advise|reduce|use|give|"
     r"avoid|refer|assess|screen|test|treat|monitor|prescribe|discuss|ensure|explain|arrange|review|repeat|"
     r"perform|obtain|administer|withhold|discontinue|recommend|encourage|think about|be aware|take into account|"
-    r"inform|audit|base|ask|provide|involve|tell|record|document|seek|make sure|agree|support|keep|follow|manage)\b(?!-)",
+    r"inform|audit|base|ask|provide|involve|tell|record|document|seek|make sure|agree|support|keep|follow|manage|"
+    r"counsel|instruct|educate|teach|reassure|warn)\b(?!-)",
     re.I)
 # a conditional clause before an imperative: "If HPV testing is performed, manage using ..."
 LEADING_CONDITION = re.compile(r"(?i)^(?:if|when|where|once|after|before|unless|until|in|for)\b[^,;:]{1,150},\s*")
