@@ -285,3 +285,50 @@ def test_an_imperative_with_to_avoid_is_still_a_recommendation():
     (s,) = extract("Counsel patients to avoid alcohol during treatment.")
     assert s.direction == "against"
     assert extract("In order to avoid severe toxicity, one risks progression with low doses.") == []
+
+
+@pytest.mark.parametrize("text, direction", [
+    ("No recommendation can be made for or against routine screening.", "neutral"),
+    ("The USPSTF makes no recommendation for or against routine screening.", "neutral"),
+    ("The dose may be reduced to 5 mg daily in older adults.", "neutral"),
+    ("Follow-up may be undertaken in primary care.", "neutral"),
+    ("Calcium supplementation is not encouraged in pregnancy.", "against"),
+    ("Ulipristal is not suitable for women with severe asthma.", "against"),
+    ("It is important to avoid NSAIDs in renal impairment.", "against"),
+    ("Offer a cuffed tube (Strength of Recommendation: Weak Against).", "against"),
+    ("Aspirin is the recommended treatment for adults at high risk.", "for"),
+    ("The recommended dose of vitamin D is 800 IU daily for adults over 65.", "for"),
+    ("As NICE's guideline on hypertension recommends, measure blood pressure in both arms.", "for"),
+    ("This 2021 guideline for hypertension recommends a target below 130/80 mmHg.", "for"),
+    ("Ask the person 'Do you smoke?' and record the answer.", "for"),
+    ("For malignancy, start with reduced doses.", "for"),
+    ("If bleeding occurs, discontinue anticoagulation.", "neutral"),
+])
+def test_advice_the_stricter_rules_must_keep(text, direction):
+    (s,) = extract(text)
+    assert s.direction == direction, text
+
+
+def test_a_reported_sentence_after_a_recommendation_does_not_drop_it():
+    (s,) = extract("Offer statins to adults with CVD. The committee noted that adherence is low.")
+    assert s.statement.startswith("Offer statins")
+    (t,) = extract("Clinicians should ask patients whether they understood the information given.")
+    assert t.direction == "for"
+
+
+@pytest.mark.parametrize("text", [
+    "Mild prolapse may be the most important problem in older women.",  # "may be" + a description
+    "Surgery may be possible for a minority of these patients.",
+    "Further research is required to establish the best dose.",
+    "A recommendation for research has been made on follow-up imaging.",
+    "In the placebo group, use of rescue medication was higher.",
+    "Support for this approach comes from two randomised trials.",
+    "Disagreements were resolved by consensus.",
+])
+def test_descriptions_that_look_like_advice_are_not_recommendations(text):
+    assert extract(text) == [], text
+
+
+def test_a_letter_plus_class_tag_that_spells_the_words_before_it_is_an_abbreviation():
+    assert parse_grade("Consider tools that use artificial intelligence (AI).") == (None, None)
+    assert parse_grade("Give the vaccine before travel (AI).") == ("AI", "strong")

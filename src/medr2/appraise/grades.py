@@ -42,11 +42,19 @@ _NOT_A_GRADE = (r"(?!\s*(?:stud|trial|article|paper|report|data\b|patients?\b|(?
 
 # (pattern, strength of the match) in the order tried; the first match in the statement wins
 # wording-only grades ("strongly recommends", "consensus") count only when no tag is present
-_GRADES: list[tuple[re.Pattern, Callable[[re.Match], str], bool]] = []
+_GRADES: list[tuple[re.Pattern, Callable[[re.Match], str], bool, Callable[[re.Match], bool]]] = []
 
 
-def _grade(pattern: str, strength: Callable[[re.Match], str], wording: bool = False) -> None:
-    _GRADES.append((re.compile(pattern, re.I), strength, wording))
+def _grade(pattern: str, strength: Callable[[re.Match], str], wording: bool = False,
+           valid: Callable[[re.Match], bool] = lambda m: True) -> None:
+    _GRADES.append((re.compile(pattern, re.I), strength, wording, valid))
+
+
+def _abbreviation(m: re.Match) -> bool:
+    """A bracketed tag that spells the initials of the words before it: "artificial intelligence (AI)"."""
+    tag = re.sub(r"[^A-Za-z]", "", m.group(0)).upper()
+    words = re.findall(r"[A-Za-z]+", m.string[:m.start()])[-len(tag):]
+    return len(words) == len(tag) and "".join(w[0] for w in words).upper() == tag
 
 
 # GRADE wording, with the quality of evidence when it follows
@@ -64,8 +72,10 @@ _grade(r"\bClass\s+(III|IIa|IIb|II|I|IV)\b" + _NOT_A_GRADE + r"(?:\s*[,;(]?\s*(?
 _grade(r"\(\s*([12])\s*\|\s*[+O⊕○]{2,4}\s*\)", lambda m: _DIGIT[m.group(1)])
 # USPSTF statements
 _grade(r"\bI\s+statement\b", lambda m: "insufficient")
-# the letter is a capital: "a recommendation for research" is no grade A
-_grade(r"\b(?:grade\s+)?((?-i:[A-D]))\s+recommendation\b", lambda m: _LETTER[m.group(1).upper()])
+# a capital letter after "Grade", an article or a bracket: "a recommendation for research" and a sentence
+# that opens "A recommendation in favor of ..." are no grade A
+_grade(r"(?:\bgrade\s+|(?<=[(\[])\s*|\b(?:an?|the|USPSTF)\s+)((?-i:[A-D]))\s+recommendation\b",
+       lambda m: _LETTER[m.group(1).upper()])
 # named levels and grades: Level A, Grade B, Level II, Level 1, Level of evidence: C
 _grade(r"\b(?:Level|Grade|Strength(?:\s+of\s+recommendation)?|SOR)\s*(?:of\s+evidence\s*)?[:=]?\s*"
        r"(I{1,3}V?|IV|[A-DU]|[1-4])(?:[abc+]|-[abc1-3])?(?!\w)" + _NOT_A_GRADE,
@@ -86,11 +96,11 @@ _grade(r"\[\s*([A-D])\s*\]\s*\.?$", lambda m: _LETTER[m.group(1).upper()])
 _grade(r"\bstrongly\s+(?:recommend(?:s|ed)?|advise[sd]?)\b", lambda m: "strong", wording=True)
 # strength letter + evidence class, in brackets at the end of a statement (IDSA, ASCCP, DHHS): "(BIII)", "(A-II)"
 _grade(r"[\[(]\s*((?-i:[A-E])|(?-i:[a-e]))\s*-?\s*((?-i:I{1,3}|IV|i{1,3}|iv))\s*[\])](?=\s*(?:[.;]|$))",
-       lambda m: _LETTER[m.group(1).upper()])
+       lambda m: _LETTER[m.group(1).upper()], valid=lambda m: not _abbreviation(m))
 # consensus as the basis of a recommendation; a mention of consensus ("2019 consensus guidelines",
 # "consensus was not reached", "a formal consensus process") is no grade
 _grade(r"\b(?:GPP|good practice point|expert opinion|consensus[- ]based(?:\s+recommendation)?|consensus recommendation|"
-       r"(?:based on|by)\s+(?:(?:an?|the)\s+)?(?:(?:expert|panel|formal|informal|group)\s+)?consensus|"
+       r"(?:based on)\s+(?:(?:an?|the)\s+)?(?:(?:expert|panel|formal|informal|group)\s+)?consensus|"
        r"(?:formal|informal|expert|panel)\s+consensus(?!\s+(?:guidelines?|statements?|conferences?|documents?|"
        r"process(?:es)?|methods?|meetings?|panels?|development))|"
        r"consensus\s+(?:of|among)\s+(?:the\s+)?(?:experts?|panel|committee|group|work(?:ing)?\s+group))\b|"
@@ -111,8 +121,8 @@ def parse_grade(text: str) -> tuple[Optional[str], Optional[str]]:
     """
     for wording in (False, True):
         best = None
-        for pattern, strength, is_wording in _GRADES:
-            m = pattern.search(text) if is_wording == wording else None
+        for pattern, strength, is_wording, valid in _GRADES:
+            m = next((x for x in pattern.finditer(text) if valid(x)), None) if is_wording == wording else None
             if m and (best is None or m.start() < best[0].start()):
                 best = (m, strength)
         if best is not None:
