@@ -332,3 +332,41 @@ def test_descriptions_that_look_like_advice_are_not_recommendations(text):
 def test_a_letter_plus_class_tag_that_spells_the_words_before_it_is_an_abbreviation():
     assert parse_grade("Consider tools that use artificial intelligence (AI).") == (None, None)
     assert parse_grade("Give the vaccine before travel (AI).") == ("AI", "strong")
+
+
+@pytest.mark.parametrize("text, direction", [
+    ("Test for HIV in all people presenting with tuberculosis.", "for"),
+    ("If the person has symptoms, test for hepatitis C.", "for"),
+    ("If metformin is not appropriate, offer a DPP-4 inhibitor.", "for"),  # "not appropriate" is the condition
+    ("Patients for whom warfarin is not suitable should be offered a DOAC.", "for"),
+    ("We suggest against routine testing (2|⊕OOO).", "against"),
+    ("Clopidogrel may be considered in patients intolerant of aspirin (Class IIb).", "for"),
+    ("Further research is needed; until then, clinicians should avoid combination therapy.", "against"),
+    ("Titrate the dose every 2 weeks.", "for"),
+])
+def test_second_review_reproducers(text, direction):
+    (s,) = extract(text)
+    assert s.direction == direction, text
+
+
+@pytest.mark.parametrize("text", [
+    "Symptoms may be mild or absent in older adults.",
+    "This guideline contains no recommendations on the management of pregnancy.",
+    "For this reason the committee concluded that the drug could not be recommended.",
+    "In the UK, NICE's guideline on hypertension recommends ambulatory monitoring.",
+    "Increase in mortality was seen in the treated group.",
+])
+def test_second_review_non_advice(text):
+    assert extract(text) == [], text
+
+
+def test_a_condition_list_item_with_may_be_stays_an_item():
+    (s,) = extract("Refer urgently if the person has:\n- chest pain that may be cardiac in origin\n- a new murmur\n"
+                   "- breathlessness")
+    assert s.direction == "for" and len(s.items) == 3
+
+
+def test_grade_tags_after_function_words_are_grades_not_abbreviations():
+    assert parse_grade("Start prophylaxis before induction (BI).") == ("BI", "moderate")
+    assert parse_grade("ART is recommended for all infants (AI).") == ("AI", "strong")
+    assert parse_grade("Offer a follow-up call within 48 hours (by consensus).") == ("by consensus", "consensus")

@@ -50,11 +50,16 @@ def _grade(pattern: str, strength: Callable[[re.Match], str], wording: bool = Fa
     _GRADES.append((re.compile(pattern, re.I), strength, wording, valid))
 
 
+_FUNCTION_WORDS = {"all", "any", "each", "every", "the", "a", "an", "most", "some", "before", "after", "in", "at",
+                   "for", "of", "to", "on", "by", "with", "during", "and", "or"}
+
+
 def _abbreviation(m: re.Match) -> bool:
     """A bracketed tag that spells the initials of the words before it: "artificial intelligence (AI)"."""
     tag = re.sub(r"[^A-Za-z]", "", m.group(0)).upper()
-    words = re.findall(r"[A-Za-z]+", m.string[:m.start()])[-len(tag):]
-    return len(words) == len(tag) and "".join(w[0] for w in words).upper() == tag
+    words = re.findall(r"[A-Za-z]+", m.string[max(0, m.start() - 200):m.start()])[-len(tag):]
+    return len(words) == len(tag) and "".join(w[0] for w in words).upper() == tag \
+        and not any(w.lower() in _FUNCTION_WORDS for w in words)
 
 
 # GRADE wording, with the quality of evidence when it follows
@@ -104,7 +109,7 @@ _grade(r"\b(?:GPP|good practice point|expert opinion|consensus[- ]based(?:\s+rec
        r"(?:formal|informal|expert|panel)\s+consensus(?!\s+(?:guidelines?|statements?|conferences?|documents?|"
        r"process(?:es)?|methods?|meetings?|panels?|development))|"
        r"consensus\s+(?:of|among)\s+(?:the\s+)?(?:experts?|panel|committee|group|work(?:ing)?\s+group))\b|"
-       r"[(\[]\s*consensus\s*[)\]]",
+       r"[(\[]\s*(?:(?:by|expert|panel|based on)\s+)?consensus\s*[)\]]",
        lambda m: "consensus", wording=True)
 
 

@@ -30,8 +30,8 @@ from typing import Optional, Sequence
 
 from medr2.appraise.grades import STRENGTH_RANK, STRENGTHS, parse_grade  # noqa: F401 (re-exported)
 from medr2.appraise.headings import SECTION_NUMBER, heading_lines, section_heading  # noqa: F401 (re-exported)
-from medr2.appraise.wording import (AGAINST_WORDING, BULLET, FIRM, GRADE_ONLY, IMPERATIVE, INSUFFICIENT, LABEL, STARTS_OWN,
-                                    advises_for, directs, imperative, is_recommendation, pointer,  # noqa: F401
+from medr2.appraise.wording import (BULLET, FIRM, GRADE_ONLY, IMPERATIVE, INSUFFICIENT, LABEL, STARTS_OWN,
+                                    advises_against, advises_for, directs, imperative, is_recommendation, pointer,  # noqa: F401
                                     reported)
 from medr2.kg.extract.structured import polarity_of
 from medr2.util.sentences import sentences
@@ -413,7 +413,7 @@ def _statement(text: str, section: Optional[str] = None) -> Statement:
     if strength is None and INSUFFICIENT.search(text):
         strength = "insufficient"
     pol = polarity_of(text)
-    if AGAINST_WORDING.search(text):
+    if advises_against(text):
         pol = -1  # "is not suitable for ...", "(Strength of Recommendation: Weak Against)"
     elif pol == 0 and advises_for(text):
         pol = 1

@@ -17,27 +17,27 @@ import re
 from medr2.appraise.grades import parse_grade
 from medr2.util.sentences import sentences
 
-# what follows "may be" in a description rather than in advice ("may be associated with", "may be the most
-# important asset", "may be possible", "may be a referral"); any other "may be ..." counts as advice
-_NOT_ADVICE_AFTER_MAY_BE = (
-    r"(?:associated|related|linked|due|caused|attributable|explained|influenced|affected|informed|compromised|"
-    r"possible|impossible|difficult|unsuitable|more|less|most|higher|lower|greater|larger|smaller|similar|"
-    r"different|substantially|present|absent|seen|found|observed|detected|common|rare|likely|unlikely|able|"
-    r"unable|true|false|large|small|limited|poorly|because|made|adopted|modified|rejected|justified|"
-    r"the\s+(?!preferred|treatment|first|best|recommended|method|drug|test)|"
-    r"a\s+(?!reasonable|useful|suitable|good|safe|preferred|candidate|treatment|first|second)|"
-    r"an\s+(?!option|alternative|appropriate|effective|acceptable|adjunct|important))\b")
+# the words after "may be" that make it advice ("may be considered", "may be reduced to 5 mg"); other
+# "may be ..." describe ("may be associated with", "may be the most important asset", "may be mild")
+_ADVICE_AFTER_MAY_BE = (
+    r"(?:an?\s+|\w+ly\s+)?(?:considered|used|offered|given|appropriate|reasonable|beneficial|helpful|useful|"
+    r"option|alternative|indicated|preferred|preferable|effective|ineffective|recommended|warranted|administered|"
+    r"prescribed|started|initiated|continued|discontinued|stopped|withheld|performed|tried|added|omitted|avoided|"
+    r"delayed|deferred|repeated|acceptable|safe|unsafe|suitable|necessary|required|needed|harmful|ingested|taken|"
+    r"applied|measured|monitored|checked|obtained|tested|screened|referred|treated|managed|reduced|increased|"
+    r"decreased|adjusted|titrated|transferred|switched|combined|discharged|undertaken|candidates?|restarted|resumed|"
+    r"extended|shortened|withdrawn|delivered|done|carried out|advisable|of (?:benefit|value|use))\b")
 DIRECTIVE = re.compile(
     r"(?i)\b(?:should|must|shall|recommend(?:s|ed)?|suggest(?:s|ed)?|advise[sd]?|"
     r"(?:is|are)\s+(?:not\s+)?(?:indicated|contraindicated|preferred|advised|warranted|required|necessary)|"
     r"consider(?:ed)?|offer(?:ed)?|avoid(?:ed)?|do not|"
     r"(?:is|are)\s+(?:also\s+|not\s+|generally\s+|usually\s+)?(?:an?\s+)?(?:reasonable|appropriate|acceptable|suitable)|"
     r"(?:is|are)\s+(?:an?\s+)?(?:option|first[- ]line|(?:the\s+)?(?:treatment|method|test|modality|drug|agent) of choice)|"
-    r"(?:is|are)\s+(?:not\s+|strongly\s+)?encouraged|no recommendations?|(?:makes?|made) no recommendation|"
-    r"recommendations? (?:can ?not|could not) be made|cannot (?:make|provide|give) (?:a )?recommendation|it is (?:\w+\s+)?(?:important|essential|advisable|vital|crucial) "
+    r"(?:is|are)\s+(?:not\s+|strongly\s+)?encouraged|(?:makes?|made|is|there is)\s+no recommendation|"
+    r"no recommendation (?:can|could) be made|no recommendation (?:for|is made)|recommendations? (?:can ?not|could not) be made|cannot (?:make|provide|give) (?:a )?recommendation|it is (?:\w+\s+)?(?:important|essential|advisable|vital|crucial) "
     r"(?:that|to (?!(?:note|remember|recogni[sz]e|emphasi[sz]e|understand|acknowledge|mention|point out|reali[sz]e|"
     r"stress|evaluate the)\b))|"
-    r"may\s+(?:be\s+(?!" + _NOT_ADVICE_AFTER_MAY_BE + r")|"
+    r"may\s+(?:be\s+" + _ADVICE_AFTER_MAY_BE + r"|"
     r"benefit|use|receive|reduce)|can\s+be\s+(?:used|offered|considered|given|performed)|"
     r"there is (?:\w+\s+){0,3}evidence|(?:evidence|data) (?:is|are|was|were) (?:insufficient|inadequate|inconclusive)|"
     r"insufficient evidence)\b")
@@ -48,16 +48,20 @@ IMPERATIVE = re.compile(
     r"avoid|refer|assess|screen|test|treat|monitor|prescribe|discuss|ensure|explain|arrange|review|repeat|"
     r"perform|obtain|administer|withhold|discontinue|recommend|encourage|think about|be aware|take into account|"
     r"inform|audit|base|ask|provide|involve|tell|record|document|seek|make sure|agree|support|keep|follow|manage|"
-    r"counsel|instruct|educate|teach|reassure|warn)\b(?!-)"
-    # the word as a noun: "Support for this approach", "Base excess", "use of rescue medication", "Record numbers"
-    r"(?!\s+(?:of|for|results?|numbers?|excess|analysis|linkage|was|were|is|are|has|have)\b)",
+    r"counsel|instruct|educate|teach|reassure|warn|carry out|take|identify|suspect|diagnose|confirm|investigate|"
+    r"calculate|titrate|increase|switch|add|aim for|maintain|intensify|recogni[sz]e)\b(?!-)"
+    # the word as a noun: "Support for this approach", "Base excess", "use of rescue medication", "Record numbers",
+    # "Increase in mortality"
+    r"(?!\s+(?:of|results?|numbers?|excess|analysis|linkage|was|were|is|are|has|have)\b)"
+    r"(?!(?<=support)\s+for\b)(?!(?<=use)\s+for\b)(?!(?<=increase)\s+in\b)",
     re.I)
 # a conditional clause before an imperative: "If HPV testing is performed, manage using ..."
 LEADING_CONDITION = re.compile(r"(?i)^(?:if|when|where|once|after|before|unless|until|in|for)\b[^,;:]{1,150},\s*")
 # wording that looks like a directive but reports: "these findings suggest", "was considered to be related"
 REPORTED_WORDING = re.compile(
     r"(?i)\b(?:findings|results|data|evidence|stud(?:y|ies)|analys[ie]s|trials?|this|these|it)\s+(?:also\s+|may\s+|"
-    r"might\s+)?suggest(?:s|ed)?\b|\b(?:has|have|had)\s+been\s+suggested\b|\b(?:was|were)\s+considered\b")
+    r"might\s+)?suggest(?:s|ed)?\b|\b(?:has|have|had)\s+been\s+suggested\b|\b(?:was|were)\s+considered\b|"
+    r"\b(?:committee|group|panel|ERG|authors?)\s+(?:also\s+)?considered\b")
 # "to avoid" is a purpose ("in order to avoid toxicity"), read as "to prevent": only the words around it direct
 TO_AVOID = re.compile(r"(?i)\bto avoid\b")
 # "recommended" as an adjective ("NICE recommended treatments", "at its recommended dose",
@@ -108,9 +112,10 @@ def is_recommendation(sentence: str) -> bool:
 
 # what a committee, a review group or a company said while weighing the evidence (NICE appraisals'
 # discussion, guideline rationales), and recommendations for research: reported, not recommended
-# (the subject opens the sentence, or follows a comma: "Based on evidence, ..., the panel believed")
+# (the subject opens the sentence, or follows a comma or a linking word: "For this reason the committee concluded")
 REPORTED = re.compile(
-    r"(?i)^(?:.{1,160}?,\s*)?(?:(?:the|an?|this|its)\s+(?:\w+\s+){0,2}?(?:committee|ERG|evidence review group|assessment group|company|"
+    r"(?i)(?:^|,\s*|\b(?:reason|therefore|thus|however|so|and|but|overall)\s+)"
+    r"(?:(?:the|an?|this|its)\s+(?:\w+\s+){0,2}?(?:committee|ERG|evidence review group|assessment group|company|"
     r"manufacturer|sponsor|(?:clinical|patient)\s+(?:and\s+\w+\s+)?experts?|experts?|authors?|investigators?|"
     r"reviewers?|panel|submission)|it|they)\s+(?:also\s+|therefore\s+|further\s+|then\s+|had\s+)?"
     r"(?:considered|agreed|concluded|noted|stated|explained|advised|recalled|highlighted|heard|was aware|were aware|"
@@ -120,10 +125,12 @@ REPORTED = re.compile(
 # wording for an action that the polarity reader does not know
 FOR_WORDING = re.compile(r"(?i)\b(?:is|are)\s+(?:\w+ly\s+)?(?:preferred|preferable|acceptable|an?\s+(?:option|alternative)|"
                           r"(?:the\s+)?(?:method|treatment|test|modality|drug|agent) of choice|encouraged|required|warranted|"
-                         r"reasonable|also acceptable|suitable|appropriate)\b")
+                         r"reasonable|also acceptable|the preferred|an? (?:acceptable|reasonable|appropriate|preferred)\s+\w+)\b|"
+                         r"\bmay\s+be\s+(?:considered|used|given|offered|beneficial|reasonable|useful|an option)\b")
 # "is not suitable / encouraged / advised": against, whatever the polarity reader says
 AGAINST_WORDING = re.compile(r"(?i)\b(?:is|are)\s+not\s+(?:encouraged|suitable|advised|appropriate|acceptable|preferred)\b|"
-                             r"\bweak against\b|\bstrong against\b|\bagainst\)")
+                             r"\bweak against\b|\bstrong against\b|\bagainst\)|\bsuggests?\s+against\b")
+_SUBORDINATE = re.compile(r"(?i)\b(?:whom|if|when|where|unless|which|who)\b[^,;.]*$")
 STOP = re.compile(r"(?i)^(?:stop|discontinue|withhold|withdraw)\b")
 # a pointer to the rest of the document ("Refer to the full text for ..."), not advice
 POINTER = re.compile(r"(?i)^(?:for (?:more|further) (?:details|information)[^,.]{0,60},\s*)?(?:refer to|see|read)\s+"
@@ -132,7 +139,7 @@ POINTER = re.compile(r"(?i)^(?:for (?:more|further) (?:details|information)[^,.]
                       r"clinical considerations))")
 # another guideline's advice, cited: "NICE's guideline on anaphylaxis recommends that ...",
 # "The 2009 Special Conference of the European Association ... recommended ..."
-ELSEWHERE = re.compile(r"(?i)^(?:the\s+)?(?:\w+'s|\d{4})\s+(?:[\w-]+\s+){0,3}(?:guidelines?|guidance|conference|"
+ELSEWHERE = re.compile(r"(?i)^(?:[^,]{1,60},\s*)?(?:the\s+)?(?:\w+'s|\d{4})\s+(?:[\w-]+\s+){0,3}(?:guidelines?|guidance|conference|"
                         r"statement)\s+(?:on|for|of|in)\b[^.;,]{0,120}?\b(?:recommends|recommended|suggests|suggested|"
                         r"advises|advised)\b")
 # a statement that opens with a question ("Which patients should be screened? There is no consensus ...")
@@ -140,6 +147,9 @@ QUESTION = re.compile(r"^[^.!?'\"‘“]{8,300}\?")
 RESEARCH = re.compile(r"(?i)\brecommendations?\s+for\s+(?:further\s+)?research\b|\bresearch recommendations?\b|"
                       r"^(?:further|more|additional)\s+(?:research|studies|study|trials?)\s+(?:is|are)\s+"
                       r"(?:required|needed|warranted)")
+
+
+_STILL_ADVISES = re.compile(r"(?i)\b(?:should|must|do not|avoid|offer|consider)\b")
 
 
 def reported(statement: str) -> bool:
@@ -150,9 +160,22 @@ def reported(statement: str) -> bool:
     (True, False)
     """
     first = next(iter(sentences(LABEL.sub("", statement).strip())), (0, 0, statement))[2]
-    if RESEARCH.search(first) or QUESTION.match(first) and not imperative(first):
+    if RESEARCH.search(first) and not _STILL_ADVISES.search(first) or QUESTION.match(first) and not imperative(first):
         return True
-    return bool(REPORTED.match(first) or ELSEWHERE.match(first))
+    return bool(REPORTED.search(first) or ELSEWHERE.match(first))
+
+
+def advises_against(statement: str) -> bool:
+    """Whether wording the polarity reader does not know says "do not": "X is not suitable for ...",
+    "we suggest against", a grade "... Against"; not inside a condition ("If metformin is not
+    appropriate, offer ...", "people for whom surgery is not suitable").
+
+    >>> advises_against("Ulipristal is not suitable for women with asthma."), advises_against(
+    ...     "If a statin is not suitable, offer ezetimibe.")
+    (True, False)
+    """
+    bare = LEADING_CONDITION.sub("", LABEL.sub("", statement).strip())
+    return any(not _SUBORDINATE.search(bare[:m.start()]) for m in AGAINST_WORDING.finditer(bare))
 
 
 def pointer(statement: str) -> bool:
