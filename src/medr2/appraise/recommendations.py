@@ -375,8 +375,10 @@ def with_items(lead_in: str, items: list[str], cut: bool = False) -> str:
 
 
 def _is_advice(statement: str) -> bool:
-    """Not a grade definition, a description of practice ("X is often recommended"; graded
-    statements excepted), a bare parenthetical or a fragment of under four words."""
+    """Not a grade definition, a bare parenthetical, a fragment of under four words, a pointer to
+    another part of the document, nor (graded statements excepted) a description of practice ("X is
+    often recommended") or reported speech (a committee's discussion, another guideline cited, a
+    recommendation for research, a question)."""
     return not (_DEFINITION.search(statement) or statement.startswith("(") or len(statement.split()) < 4
                 or pointer(statement)
                 or ((_DESCRIPTIVE.search(statement) or reported(statement)) and parse_grade(statement)[0] is None))
