@@ -202,18 +202,14 @@ def diff(a: Path, b: Path, show: int = 12) -> None:
         o = {r["statement"]: r for r in old.get(pid, [])}
         n = {r["statement"]: r for r in new.get(pid, [])}
         changed = False
-        for st in o.keys() - n.keys():
-            kinds["statements gone"] += 1
-            changed = True
-            if shown < show:
-                print(f"- {st[:160]!r}")
-                shown += 1
-        for st in n.keys() - o.keys():
-            kinds["statements new"] += 1
-            changed = True
-            if shown < show:
-                print(f"+ {st[:160]!r}")
-                shown += 1
+        for kind, mark, only in (("statements gone", "-", o.keys() - n.keys()),
+                                 ("statements new", "+", n.keys() - o.keys())):
+            for st in only:
+                kinds[kind] += 1
+                changed = True
+                if shown < show:
+                    print(f"{mark} {st[:160]!r}")
+                    shown += 1
         for st in o.keys() & n.keys():
             for k, name in (("grade", "grade changed"), ("direction", "direction changed")):
                 if o[st][k] != n[st][k]:

@@ -103,8 +103,17 @@ def imperative(sentence: str) -> bool:
     >>> imperative("1.2 Offer statins."), imperative("If HbA1c is high, refer to a specialist."), imperative("It is high.")
     (True, True, False)
     """
-    bare = LABEL.sub("", sentence).strip()
-    return bool(IMPERATIVE.match(bare)) or bool(IMPERATIVE.match(LEADING_CONDITION.sub("", bare)))
+    return bool(IMPERATIVE.match(_unlabelled(sentence))) or bool(IMPERATIVE.match(_main_clause(sentence)))
+
+
+def _unlabelled(text: str) -> str:
+    """``text`` without its label or bullet ("1.2 ", "Recommendation 3:", "- ")."""
+    return LABEL.sub("", text).strip()
+
+
+def _main_clause(text: str) -> str:
+    """``text`` without its label and a leading conditional clause ("If X is high, ...")."""
+    return LEADING_CONDITION.sub("", _unlabelled(text))
 
 
 def is_recommendation(sentence: str) -> bool:
@@ -161,7 +170,7 @@ def reported(statement: str) -> bool:
     >>> reported("The committee agreed that people should be offered a choice."), reported("Offer a choice.")
     (True, False)
     """
-    first = next(iter(sentences(LABEL.sub("", statement).strip())), (0, 0, statement))[2]
+    first = next(iter(sentences(_unlabelled(statement))), (0, 0, statement))[2]
     if RESEARCH.search(first) and not _STILL_ADVISES.search(first) or QUESTION.match(first) and not imperative(first):
         return True
     return bool(REPORTED.search(first) or ELSEWHERE.match(first))
@@ -176,13 +185,13 @@ def advises_against(statement: str) -> bool:
     ...     "If a statin is not suitable, offer ezetimibe.")
     (True, False)
     """
-    bare = LEADING_CONDITION.sub("", LABEL.sub("", statement).strip())
+    bare = _main_clause(statement)
     return any(not _SUBORDINATE.search(bare[:m.start()]) for m in AGAINST_WORDING.finditer(bare))
 
 
 def pointer(statement: str) -> bool:
     """Whether a statement only points to another part of the document ("Refer to the full text")."""
-    return bool(POINTER.match(LABEL.sub("", statement).strip()))
+    return bool(POINTER.match(_unlabelled(statement)))
 
 
 def advises_for(statement: str) -> bool:
@@ -193,5 +202,4 @@ def advises_for(statement: str) -> bool:
     >>> advises_for("Ensure that patients are informed."), advises_for("Stop phototherapy at 15 mg/dL.")
     (True, False)
     """
-    bare = LEADING_CONDITION.sub("", LABEL.sub("", statement).strip())
-    return (imperative(statement) or bool(FOR_WORDING.search(statement))) and not STOP.match(bare)
+    return (imperative(statement) or bool(FOR_WORDING.search(statement))) and not STOP.match(_main_clause(statement))
