@@ -3,7 +3,7 @@ headers, qualifiers that stay with their statement, direction and population."""
 
 import pytest
 
-from medr2.appraise.recommendations import (continued, extract, header_grade, lead_items, parse_grade, population_of,
+from medr2.appraise.recommendations import (continued, extract, grade_tag, header_grade, lead_items, parse_grade, population_of,
                                              with_items)
 
 
@@ -370,3 +370,49 @@ def test_grade_tags_after_function_words_are_grades_not_abbreviations():
     assert parse_grade("Start prophylaxis before induction (BI).") == ("BI", "moderate")
     assert parse_grade("ART is recommended for all infants (AI).") == ("AI", "strong")
     assert parse_grade("Offer a follow-up call within 48 hours (by consensus).") == ("by consensus", "consensus")
+
+
+@pytest.mark.parametrize("text, grade, strength, direction", [
+    # NAMS: the grade in brackets after the sentence's full stop
+    ("- First-line therapies for symptomatic vulvovaginal atrophy include nonhormonal lubricants with "
+     "intercourse. [Level A]", "Level A", "strong", "neutral"),
+    # AAOS: the strength on a line of its own wording, after a sentence without advice wording
+    ("Moderate evidence supports MRI as the advanced imaging of choice for occult hip fracture. "
+     "Strength of Recommendation: Moderate ***", "Strength of Recommendation: Moderate", "moderate", "for"),
+    ("Moderate evidence does not support routine preoperative traction for hip fracture. "
+     "Strength of Recommendation: Moderate ***", "Strength of Recommendation: Moderate", "moderate", "against"),
+])
+def test_a_trailing_grade_grades_the_sentence_before_it(text, grade, strength, direction):
+    (s,) = extract(text)
+    assert (s.grade, s.strength, s.direction) == (grade, strength, direction)
+    assert s.statement.split(".")[0] in text  # the sentence, not the grade alone
+
+
+def test_a_grade_tag_alone_is_not_a_statement():
+    assert grade_tag("[Level A]") and grade_tag("(Strong recommendation; level B)")
+    assert not grade_tag("Offer X (Level A).") and not grade_tag("(see Table 3)")
+    assert extract("Strength of Recommendation: Strong ****") == []
+
+
+def test_a_grade_line_between_bullets_heads_the_bullets_below_it():
+    text = ("- Antibiotics should be stopped after 24 hours.\nLevel 2\n"
+            "- Patients should receive a single dose of cefazolin before incision.")
+    first, second = extract(text)
+    assert first.grade is None and second.grade == "Level 2"
+    assert header_grade(["- Offer X.\nLevel 3"]) == ("Level 3", "weak")
+
+
+def test_a_list_grade_line_closes_the_list_without_becoming_an_item():
+    (s,) = extract("The panel suggests that clinicians offer one of the following:\n- Fluoxetine\n- Sertraline\n"
+                   "(Strength of Recommendation: Conditional)")
+    assert s.statement.endswith("Fluoxetine; Sertraline (Strength of Recommendation: Conditional).")
+    assert s.strength == "weak"
+
+
+@pytest.mark.parametrize("text, direction", [
+    ("Discourage discontinuation of breastfeeding in suspected breast-milk jaundice.", "against"),
+    ("If hemodynamically stable, hold antibiotics until after biopsy.", "for"),
+])
+def test_more_imperatives(text, direction):
+    (s,) = extract(text)
+    assert s.direction == direction

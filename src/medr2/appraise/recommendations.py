@@ -31,8 +31,8 @@ from typing import Optional, Sequence
 from medr2.appraise.grades import STRENGTH_RANK, STRENGTHS, parse_grade  # noqa: F401 (re-exported)
 from medr2.appraise.headings import SECTION_NUMBER, heading_lines, section_heading  # noqa: F401 (re-exported)
 from medr2.appraise.wording import (BULLET, FIRM, GRADE_ONLY, IMPERATIVE, INSUFFICIENT, LABEL, STARTS_OWN,
-                                    advises_against, advises_for, directs, imperative, is_recommendation, pointer,  # noqa: F401
-                                    reported)
+                                    advises_against, advises_for, directs, grade_tag, imperative, is_recommendation,  # noqa: F401
+                                    pointer, reported)
 from medr2.kg.extract.structured import polarity_of
 from medr2.util.sentences import sentences
 
@@ -142,7 +142,7 @@ def _units(text: str) -> list[tuple[Optional[str], str]]:
             section, fresh = SECTION_NUMBER.sub("", ln.strip()), True
             continue
         if (bulleted and out and not fresh and not BULLET.match(ln) and not STARTS_OWN.match(ln.strip())
-                and not opens_unit(ln)):
+                and not opens_unit(ln) and not grade_tag(ln)):  # "Level 2" heads the bullets below it
             out[-1] = (out[-1][0], out[-1][1].rstrip() + " " + ln.strip())
         else:
             out.append((section, ln.strip()))
@@ -175,26 +175,37 @@ def extract(text: str, max_follow: int = 2) -> list[Statement]:
             header, header_section = (None, None), section
         if not unit or STARTS_OWN.match(unit):
             continue
+        if grade_tag(unit):  # a line that is only a grade ("Level 2") grades the units below it
+            header = parse_grade(unit)
+            continue
         current: list[str] = []
+        loose: list[str] = []  # the unit's sentences since the last statement that none took
         follow = 0
         for _, _, s in sentences(unit):
             if is_header(s):  # "The following recommendations are based on ... (Level A):"
                 if current:
                     out.append(_inherit(_statement(" ".join(current), section), header))
-                current, header = [], parse_grade(s)
+                current, header, loose = [], parse_grade(s), []
                 continue
             refers_back = bool(re.match(r"(?i)^(?:these|this|they|it|such|both|either|the latter|however|"
                                         r"in (?:these|such) (?:cases|patients))\b", s))
-            if current and GRADE_ONLY.match(s):  # "... the risk. (Strong recommendation; level B)"
+            tag = grade_tag(s)
+            if current and (tag or GRADE_ONLY.match(s)):  # "... the risk. (Strong recommendation; level B)"
                 current.append(s)
+                continue
+            if tag:  # a grade after sentences without advice wording grades them: "... moisturizers. [Level A]"
+                if loose:
+                    current, follow, loose = loose[-(max_follow + 1):] + [s], max_follow, []
                 continue
             if is_recommendation(s) and not (current and refers_back and follow < max_follow):
                 if current:
                     out.append(_inherit(_statement(" ".join(current), section), header))
-                current, follow = [s], 0
+                current, follow, loose = [s], 0, []
             elif current and follow < max_follow:
                 current.append(s)
                 follow += 1
+            elif not current:
+                loose.append(s)
         if current:
             out.append(_inherit(_statement(" ".join(current), section), header))
             if is_lead_in(current[-1]):
@@ -371,7 +382,9 @@ def with_items(lead_in: str, items: list[str], cut: bool = False) -> str:
     """
     clean = [re.sub(r"(?i)(?:[,;.]\s*(?:and|or)?|\s+(?:and|or))\s*$", "", " ".join(x.split())) for x in items]
     clean = [x for x in clean if x]
-    return f"{lead_in.rstrip()} {'; '.join(clean)}{'; ...' if cut else '.'}" if clean else lead_in
+    # the list's grade on a line of its own after the items is no item: "...; Venlafaxine (Level B)."
+    tag = f" {clean.pop()}" if len(clean) > 1 and grade_tag(clean[-1]) else ""
+    return f"{lead_in.rstrip()} {'; '.join(clean)}{tag}{'; ...' if cut else '.'}" if clean else lead_in
 
 
 def _is_advice(statement: str) -> bool:
@@ -389,9 +402,10 @@ _HEADER_END = re.compile(r":\s*$")
 
 def header_grade(previous: list[str]) -> tuple[Optional[str], Optional[str]]:
     """The grade a list inherits from its header: ``previous`` are the texts before a
-    recommendation in its document, nearest last. The nearest line that ends with a colon and is
-    not a bullet is the header ("The following recommendations are based on limited evidence
-    (Level B):"); its grade, or (None, None) when it has none or no header is found.
+    recommendation in its document, nearest last. The nearest line that is not a bullet and ends
+    with a colon ("The following recommendations are based on limited evidence (Level B):") or is
+    only a grade ("Level 2") is the header; its grade, or (None, None) when it has none or no
+    header is found.
 
     >>> header_grade(["Level A applies below (Level A):", "- Offer X.", "- Avoid Y."])
     ('Level A', 'strong')
@@ -400,7 +414,7 @@ def header_grade(previous: list[str]) -> tuple[Optional[str], Optional[str]]:
     """
     for text in reversed(previous):
         for line in reversed([ln.strip() for ln in text.splitlines() if ln.strip()]):
-            if _HEADER_END.search(line) and not BULLET.match(line):
+            if (_HEADER_END.search(line) or grade_tag(line)) and not BULLET.match(line):
                 return parse_grade(line)
     return None, None
 

@@ -51,7 +51,7 @@ IMPERATIVE = re.compile(
     r"perform|obtain|administer|withhold|discontinue|recommend|encourage|think about|be aware|take into account|"
     r"inform|audit|base|ask|provide|involve|tell|record|document|seek|make sure|agree|support|keep|follow|manage|"
     r"counsel|instruct|educate|teach|reassure|warn|carry out|take|identify|suspect|diagnose|confirm|investigate|"
-    r"calculate|titrate|increase|switch|add|aim for|maintain|intensify|recogni[sz]e)\b(?!-)"
+    r"calculate|titrate|increase|switch|add|aim for|aim to|maintain|intensify|recogni[sz]e|discourage|hold)\b(?!-)"
     # the word as a noun: "Support for this approach", "Base excess", "use of rescue medication", "Record numbers",
     # "Increase in mortality"
     r"(?!\s+(?:of|results?|numbers?|excess|analysis|linkage|was|were|is|are|has|have)\b)"
@@ -116,6 +116,26 @@ def _main_clause(text: str) -> str:
     return LEADING_CONDITION.sub("", _unlabelled(text))
 
 
+# words a grade line holds beside its grades ("Strength of Recommendation: Moderate ***")
+_TAG_WORDS = re.compile(r"(?i)\b(?:strength|of|recommendations?|level|evidence|quality|grade|class|for|against)\b")
+
+
+def grade_tag(sentence: str) -> bool:
+    """Whether a sentence is only a grade: "[Level A]", "(Strong recommendation; level B)",
+    "Strength of Recommendation: Moderate ***" (the grade of the sentence before it).
+
+    >>> grade_tag("[Level A]"), grade_tag("Strength of Recommendation: Moderate ***"), grade_tag("Offer X (Level A).")
+    (True, True, False)
+    """
+    rest, found = sentence, False
+    for _ in range(3):
+        grade = parse_grade(rest)[0]
+        if grade is None or grade not in rest:
+            break
+        rest, found = rest.replace(grade, " ", 1), True
+    return found and not re.search(r"[A-Za-z0-9]", _TAG_WORDS.sub(" ", rest))
+
+
 def is_recommendation(sentence: str) -> bool:
     """Whether a sentence directs care, reports a finding on the evidence, or carries a grade."""
     return directs(sentence) or parse_grade(sentence)[0] is not None
@@ -137,10 +157,13 @@ REPORTED = re.compile(
 FOR_WORDING = re.compile(r"(?i)\b(?:is|are)\s+(?:\w+ly\s+)?(?:preferred|preferable|acceptable|an?\s+(?:option|alternative)|"
                           r"(?:the\s+)?(?:method|treatment|test|modality|drug|agent) of choice|encouraged|required|warranted|"
                          r"reasonable|also acceptable|the preferred|an? (?:acceptable|reasonable|appropriate|preferred)\s+\w+)\b|"
-                         r"\bmay\s+be\s+(?:considered|used|given|offered|beneficial|reasonable|useful|an option)\b")
+                         r"\bmay\s+be\s+(?:considered|used|given|offered|beneficial|reasonable|useful|an option)\b|"
+                         # AAOS: "Moderate evidence supports MRI as ..." (graded by its strength line)
+                         r"^(?:strong|moderate|limited)\s+evidence\s+supports\b")
 # "is not suitable / encouraged / advised": against, whatever the polarity reader says
 AGAINST_WORDING = re.compile(r"(?i)\b(?:is|are)\s+not\s+(?:encouraged|suitable|advised|appropriate|acceptable|preferred)\b|"
-                             r"\bweak against\b|\bstrong against\b|\bagainst\)|\bsuggests?\s+against\b")
+                             r"\bweak against\b|\bstrong against\b|\bagainst\)|\bsuggests?\s+against\b|"
+                             r"^(?:strong|moderate|limited)\s+evidence\s+does\s+not\s+support\b|^discourage\b")
 _SUBORDINATE = re.compile(r"(?i)\b(?:whom|if|when|where|unless|which|who)\b[^,;.]*$")
 STOP = re.compile(r"(?i)^(?:stop|discontinue|withhold|withdraw)\b")
 # a pointer to the rest of the document ("Refer to the full text for ..."), not advice
