@@ -2,6 +2,7 @@
 
     python bench/guideline.py collect   # per question and mode: the packed evidence's recommendations, scored
     python bench/guideline.py grid      # replay the selection over a grid on the dev third; write the choice
+    python bench/guideline.py fill      # the same for fill_parts (uncovered question parts) and its floor
     python bench/guideline.py abstention  # the abstention thresholds for the issue's operating point (dev)
     python bench/guideline.py recall    # required recommendations in the context: passage vs full mode
     python bench/guideline.py report    # medr2 eval trust on all questions with the defaults; tables by split
@@ -63,6 +64,7 @@ def collect(args) -> None:
     from eval import trust_index
 
     from medr2.apply.answer import EvidenceItem
+    from medr2.apply.recommend import question_parts
     from medr2.config import Config
     from medr2.eval.trust import holds
     from medr2.pipelines import Pipeline
@@ -102,6 +104,14 @@ def collect(args) -> None:
                 ov = rec.relevance(q["question"], cands).tolist()  # term overlap alone
                 sim = (rec.similarity(q["question"], [s.statement for _, s in cands]).tolist()
                        if (cands and rec.similarity is not None) else [None] * len(cands))
+                # each part of a several-part question: every statement's relevance to it (fill_parts)
+                parts = question_parts(q["question"])
+                by_part = {}
+                for part in (parts if len(parts) > 1 and cands else []):
+                    rec.c.overlap_weight = 0.0
+                    p_rel = rec.relevance(part, cands).tolist()
+                    rec.c.overlap_weight = 1.0
+                    by_part[part] = {"rel": p_rel, "ov": rec.relevance(part, cands).tolist()}
                 row = {"id": q["id"], "dev": q["id"] in dev, "unanswerable": bool(q.get("unanswerable")),
                        "question": q["question"], "required": required,
                        "best_passage": max((r.relevance for r in res.evidence if r.kept and r.relevance is not None),
@@ -114,7 +124,7 @@ def collect(args) -> None:
                                   "grade": s.grade, "strength": s.strength, "direction": s.direction,
                                   "population": s.population, "firm": s.firm, "rel": r, "ov": o, "sim": m}
                                  for (e, s), r, o, m in zip(cands, rel, ov, sim)],
-                       "seconds": round(time.perf_counter() - t, 2)}
+                       "parts": by_part, "seconds": round(time.perf_counter() - t, 2)}
                 out.write(json.dumps(row) + "\n")
                 out.flush()
                 print(f"{mode} {i}/{len(qs)} {q['id']}: {len(items)} passages, {len(cands)} statements, "
@@ -147,8 +157,13 @@ def replay(rows: list[dict], c) -> dict:
                   Statement(x["statement"], x["grade"], x["strength"], x["direction"], x["population"], x["firm"]))
                  for x in row["cands"]]
         w = c.overlap_weight
+
+        def part_relevance(part, idx, row=row, w=w):  # stored per part by collect (fill_parts)
+            p = row["parts"][part]
+            return np.asarray([(1 - w) * p["rel"][i] + w * p["ov"][i] for i in idx], dtype=float)
         ra = r.choose(row["question"], cands, np.asarray([(1 - w) * x["rel"] + w * x["ov"] for x in row["cands"]],
-                                                         dtype=float), row["best_passage"], best_similarity(row))
+                                                         dtype=float), row["best_passage"], best_similarity(row),
+                      part_relevance if row.get("parts") else None)
         if row["unanswerable"]:
             abst.append(float(ra.insufficient))
             continue
@@ -274,6 +289,51 @@ def abstention(args) -> None:
     print(text)
 
 
+# fill_parts (2026-12-07), rule fixed before the dev rows were replayed: adopted when, at the shipped
+# constants, it lowers the dev objective (omission + (1 - precision) + conflicts, passage mode); its
+# floor is the one of FILL_FLOORS with the lowest dev objective (ties: the higher floor)
+FILL_FLOORS = [0.2, 0.3, 0.4, 0.5]
+
+
+def fill(args) -> None:
+    """Replay ``fill_parts`` off and at each floor on the dev rows; write the choice."""
+    from medr2.config import RecommendConfig
+
+    lines = ["# Filling uncovered question parts: dev choice (bench/guideline.py fill)", "",
+             "Rule (fixed before the replay): adopt `fill_parts` when it lowers the dev objective (omission + "
+             "(1 - precision) + conflicts, passage mode) at the shipped constants; floor: the lowest objective "
+             "among " + ", ".join(map(str, FILL_FLOORS)) + " (ties: the higher).", "",
+             "| mode | split | fill_parts | floor | omission | precision | conflicts | false abst. | abstention | "
+             "items | objective |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    variants = [(False, None)] + [(True, f) for f in FILL_FLOORS]
+    scores = {}
+    for mode in MODES:
+        f = OUT / f"cands-{mode}{args.tag}.jsonl"
+        if not f.exists():
+            continue
+        rows = load(f)
+        for split in ("dev", "report"):
+            sub = [r for r in rows if r["dev"] == (split == "dev")]
+            if not sub:
+                continue
+            for on, floor in variants:
+                c = RecommendConfig(fill_parts=on, **({"fill_min_relevance": floor} if on else {}))
+                s = replay(sub, c)
+                obj = objective(s)[0]
+                scores[(mode, split, on, floor)] = obj
+                lines.append(f"| {mode} | {split} | {on} | {floor if on else '-'} | {s['omission']:.3f} | "
+                             f"{(s['precision'] or 0):.3f} | {s['conflicts']:.3f} | {s['false_abstention']:.3f} | "
+                             f"{(s['abstention'] or 0):.3f} | {s['items']:.2f} | {obj:.3f} |")
+    base = scores[("passage", "dev", False, None)]
+    best = min(FILL_FLOORS, key=lambda f: (scores[("passage", "dev", True, f)], -f))
+    adopt = scores[("passage", "dev", True, best)] < base
+    lines += ["", f"Dev objective without filling {base:.3f}; best floor {best}: "
+              f"{scores[('passage', 'dev', True, best)]:.3f}. " + ("**Adopted.**" if adopt else "Not adopted.")]
+    text = "\n".join(lines) + "\n"
+    (RESULTS / f"guideline-fill{args.tag}.md").write_text(text, encoding="utf-8")
+    print(text)
+
+
 def recall(args) -> None:
     """Share of required recommendations held by a packed passage, per mode and split."""
     for mode in MODES:
@@ -330,13 +390,14 @@ def report(args) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("phase", choices=["collect", "grid", "abstention", "recall", "report"])
+    ap.add_argument("phase", choices=["collect", "grid", "fill", "abstention", "recall", "report"])
     ap.add_argument("--coarse-k", type=int, help="collect: appraise.coarse_k (default: bench/eval.toml's)")
     ap.add_argument("--tag", default="", help="suffix of the candidate files (a variant's own rows)")
     ap.add_argument("--mode", choices=list(MODES), help="collect or read one mode only")
     ap.add_argument("--dev-only", action="store_true", help="collect: the dev split only")
     args = ap.parse_args()
-    {"collect": collect, "grid": grid, "abstention": abstention, "recall": recall, "report": report}[args.phase](args)
+    {"collect": collect, "grid": grid, "fill": fill, "abstention": abstention, "recall": recall,
+     "report": report}[args.phase](args)
 
 
 if __name__ == "__main__":

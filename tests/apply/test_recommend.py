@@ -321,3 +321,42 @@ def test_a_question_the_scorer_cannot_read_is_chosen_by_term_overlap():
     assert read_none.recommendations  # quinine statements share the question's words
     # a question it reads goes to the scorer
     assert Recommender(cfg, scorer_for(by_passage), reads=lambda q: True).answer(QUESTION, EV).recommendations
+
+
+def test_fill_parts_adds_the_best_statement_for_a_part_nothing_chosen_covers():
+    # whole question: the quinine statements only reach the keep ratio; the second part ("what else can be
+    # tried") is answered by naftidrofuryl alone
+    def score(question, texts):
+        if question.startswith("what else"):
+            return np.asarray([0.7 if "Naftidrofuryl" in t else 0.05 for t in texts])
+        return np.asarray([0.9 if "(Level A)" in t else 0.2 if "Naftidrofuryl" in t else 0.05 for t in texts])
+
+    kw = dict(min_relevance=0.3, keep_ratio=0.5, abstain_below=0.2, overlap_weight=0.0, max_items=1,
+              one_guideline=True)
+    off = Recommender(RecommendConfig(**kw), score).answer(QUESTION, EV)
+    on = Recommender(RecommendConfig(**kw, fill_parts=True, fill_min_relevance=0.5), score).answer(QUESTION, EV)
+    high = Recommender(RecommendConfig(**kw, fill_parts=True, fill_min_relevance=0.8), score).answer(QUESTION, EV)
+    assert [r.passage_id for r in off.recommendations] == ["p-quinine"] and off.uncovered == ["what else can be tried"]
+    # beyond max_items, one statement for the uncovered part; the part is then covered
+    assert [r.passage_id for r in on.recommendations] == ["p-quinine", "p-other"] and on.uncovered == []
+    assert [r.passage_id for r in high.recommendations] == ["p-quinine"]  # below the fill floor: nothing added
+    # a one-part question is never filled, and the generator path keeps its own setting (off)
+    one = Recommender(RecommendConfig(**kw, fill_parts=True, fill_min_relevance=0.0), score).answer(
+        "Should quinine be used for muscle cramps?", EV)
+    assert len(one.recommendations) == 1
+    assert not RecommendConfig(fill_parts=True).for_generator().fill_parts
+
+
+def test_fill_parts_reads_stored_part_relevance_when_given():
+    r = Recommender(RecommendConfig(min_relevance=0.3, keep_ratio=0.5, abstain_below=0.2, overlap_weight=0.0,
+                                    max_items=1, one_guideline=False, fill_parts=True, fill_min_relevance=0.5),
+                    scorer_for(by_passage))
+    cands = r.candidates(EV)
+    rel = r.relevance(QUESTION, cands)
+    calls = []
+
+    def stored(part, idx):
+        calls.append(part)
+        return np.asarray([0.9 if "allopurinol" in cands[i][1].statement.lower() else 0.0 for i in idx])
+    ra = r.choose(QUESTION, cands, rel, 0.9, None, stored)
+    assert calls and "p-gout" in [x.passage_id for x in ra.recommendations]

@@ -23,6 +23,8 @@ Selection (constants in ``[recommend]``, chosen on dev questions):
    one's content words), up to ``max_items``, from the best statement's guideline only when
    ``one_guideline`` (with a generator the ``llm_*`` values replace these four:
    :meth:`medr2.config.RecommendConfig.for_generator`);
+   4b. with ``fill_parts``, a part of a several-part question that no chosen statement covers gets
+   the statement most relevant to that part alone (at least ``fill_min_relevance``), beyond ``max_items``;
 5. ordered by strength (graded strength, or firm before conditional wording), then relevance.
 
 Example::
@@ -177,14 +179,17 @@ class Recommender:
 
     def choose(self, question: str, cands: list[tuple[EvidenceItem, Statement]], rel: np.ndarray,
                best_passage: Optional[float] = None,
-               best_similarity: Union[None, float, Callable[[], Optional[float]]] = None) -> RecommendationAnswer:
+               best_similarity: Union[None, float, Callable[[], Optional[float]]] = None,
+               part_relevance: Optional[Callable[[str, list[int]], np.ndarray]] = None) -> RecommendationAnswer:
         """Steps 3-5 of the module docstring over scored candidates (pure; the bench replays it).
         ``best_passage``: the best calibrated relevance of a packed passage (the coarse
         reranker's), which decides abstention together with ``best_similarity`` (the highest
         cosine of the question and a statement, or a function computing it, called only where
         the passage relevance alone would abstain; None: passage relevance alone); when
         ``best_passage`` is None, no statement reaching the floor does (``overlap_*`` floors
-        without a cross-encoder)."""
+        without a cross-encoder). ``part_relevance(part, indices)``: the relevance of those
+        candidates to one part of the question (None: computed with :meth:`mix`), read by
+        ``fill_parts``."""
         c = self.c
         parts = question_parts(question) or [question]
         if not cands:
@@ -218,6 +223,8 @@ class Recommender:
                    near_duplicate(cands[i][1].statement, cands[j][1].statement, c.duplicate_overlap) for j in chosen):
                 continue
             chosen.append(i)
+        if c.fill_parts and len(parts) > 1:
+            self.fill(parts, cands, order, chosen, part_relevance)
         chosen.sort(key=lambda i: (-cands[i][1].rank, -rel[i]))
         recs = []
         for i in chosen:
@@ -229,6 +236,28 @@ class Recommender:
         self.coverage(parts, recs)
         covered = {p for r in recs for p in r.covers}
         return RecommendationAnswer(recs, parts, [p for p in parts if p not in covered], False, len(cands))
+
+    def fill(self, parts: list[str], cands: list[tuple[EvidenceItem, Statement]], order: list[int],
+             chosen: list[int], part_relevance: Optional[Callable[[str, list[int]], np.ndarray]] = None) -> None:
+        """Step 4b (``fill_parts``): for each part of the question that no chosen statement covers
+        (relevance to the part at least ``cover_min_relevance``), the candidate of ``order`` most
+        relevant to that part, when at least ``fill_min_relevance`` and no near-duplicate of a
+        chosen one (in place)."""
+        c = self.c
+        score = part_relevance or (lambda part, idx: self.mix(
+            part, [(cands[i][0].title, cands[i][1].statement, cands[i][1].section) for i in idx]))
+        pool = [i for i in order if not c.one_guideline or cands[i][0].title == cands[order[0]][0].title]
+        for part in parts:
+            rel = dict(zip(pool, score(part, pool)))
+            if any(rel.get(j, 0.0) >= c.cover_min_relevance for j in chosen):
+                continue
+            best = max((i for i in pool if i not in chosen), key=lambda i: rel[i], default=None)
+            if best is None or rel[best] < c.fill_min_relevance:
+                continue
+            if not any(cands[best][1].direction == cands[j][1].direction and
+                       near_duplicate(cands[best][1].statement, cands[j][1].statement, c.duplicate_overlap)
+                       for j in chosen):
+                chosen.append(best)
 
     def source(self, cands: list[tuple[EvidenceItem, Statement]], order: list[int], rel: np.ndarray,
                floor: float) -> Optional[str]:

@@ -319,6 +319,13 @@ class RecommendConfig(Section):
     cover_min_relevance: float = Field(0.2, ge=0.0, le=1.0)
     # the same with a generator (llm_min_relevance's value when coverage read that)
     llm_cover_min_relevance: float = Field(0.3, ge=0.0, le=1.0)
+    # a part of a several-part question that no chosen statement covers gets the statement of the
+    # same guideline most relevant to that part alone (relevance >= fill_min_relevance), beyond
+    # max_items: "selects by relevance and coverage of the question's parts" (issue 36). Dev choice:
+    # bench/README.md, "Recommendation answers"
+    fill_parts: bool = False
+    fill_min_relevance: float = Field(0.3, ge=0.0, le=1.0)
+    llm_fill_parts: bool = False  # the generator path: not measured with filled parts
     # passages before a recommendation read for a list header's grade ("... (Level B):") and for the
     # section heading it sits under
     header_lookback: int = Field(12, ge=0)
@@ -333,7 +340,8 @@ class RecommendConfig(Section):
         extractive path's."""
         return self.model_copy(update={"min_relevance": self.llm_min_relevance, "keep_ratio": self.llm_keep_ratio,
                                        "max_items": self.llm_max_items, "one_guideline": self.llm_one_guideline,
-                                       "cover_min_relevance": self.llm_cover_min_relevance})
+                                       "cover_min_relevance": self.llm_cover_min_relevance,
+                                       "fill_parts": self.llm_fill_parts})
 
 
 class AmtConfig(Section):
