@@ -299,7 +299,7 @@ def fill(args) -> None:
     """Replay ``fill_parts`` off and at each floor on the dev rows; write the choice."""
     from medr2.config import RecommendConfig
 
-    lines = ["# Filling uncovered question parts: dev choice (bench/guideline.py fill)", "",
+    lines = [f"# Filling uncovered question parts: dev choice (bench/guideline.py fill --tag={args.tag})", "",
              "Rule (fixed before the replay): adopt `fill_parts` when it lowers the dev objective (omission + "
              "(1 - precision) + conflicts, passage mode) at the shipped constants; floor: the lowest objective "
              "among " + ", ".join(map(str, FILL_FLOORS)) + " (ties: the higher).", "",
@@ -330,7 +330,7 @@ def fill(args) -> None:
     lines += ["", f"Dev objective without filling {base:.3f}; best floor {best}: "
               f"{scores[('passage', 'dev', True, best)]:.3f}. " + ("**Adopted.**" if adopt else "Not adopted.")]
     text = "\n".join(lines) + "\n"
-    (RESULTS / f"guideline-fill{args.tag}.md").write_text(text, encoding="utf-8")
+    (RESULTS / "guideline-fill.md").write_text(text, encoding="utf-8")
     print(text)
 
 

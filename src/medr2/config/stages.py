@@ -321,9 +321,10 @@ class RecommendConfig(Section):
     llm_cover_min_relevance: float = Field(0.3, ge=0.0, le=1.0)
     # a part of a several-part question that no chosen statement covers gets the statement of the
     # same guideline most relevant to that part alone (relevance >= fill_min_relevance), beyond
-    # max_items: "selects by relevance and coverage of the question's parts" (issue 36). Dev choice:
-    # bench/README.md, "Recommendation answers"
-    fill_parts: bool = False
+    # max_items: "selects by relevance and coverage of the question's parts" (issue 36). Dev choice of
+    # 2026-12-07 (bench/results/guideline-fill.md, rule fixed before the replay): on, floor 0.3 (dev
+    # omission + (1 - precision) 0.950 -> 0.934, one question; floors 0.2 / 0.3 tie, the higher kept)
+    fill_parts: bool = True
     fill_min_relevance: float = Field(0.3, ge=0.0, le=1.0)
     llm_fill_parts: bool = False  # the generator path: not measured with filled parts
     # passages before a recommendation read for a list header's grade ("... (Level B):") and for the
