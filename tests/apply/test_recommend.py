@@ -333,7 +333,7 @@ def test_fill_parts_adds_the_best_statement_for_a_part_nothing_chosen_covers():
 
     kw = dict(min_relevance=0.3, keep_ratio=0.5, abstain_below=0.2, overlap_weight=0.0, max_items=1,
               one_guideline=True)
-    off = Recommender(RecommendConfig(**kw), score).answer(QUESTION, EV)
+    off = Recommender(RecommendConfig(**kw, fill_parts=False), score).answer(QUESTION, EV)
     on = Recommender(RecommendConfig(**kw, fill_parts=True, fill_min_relevance=0.5), score).answer(QUESTION, EV)
     high = Recommender(RecommendConfig(**kw, fill_parts=True, fill_min_relevance=0.8), score).answer(QUESTION, EV)
     assert [r.passage_id for r in off.recommendations] == ["p-quinine"] and off.uncovered == ["what else can be tried"]

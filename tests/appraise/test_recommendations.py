@@ -400,6 +400,18 @@ def test_a_grade_line_between_bullets_heads_the_bullets_below_it():
     first, second = extract(text)
     assert first.grade is None and second.grade == "Level 2"
     assert header_grade(["- Offer X.\nLevel 3"]) == ("Level 3", "weak")
+    assert header_grade(["- Offer X.\n(Level 3)"]) == (None, None)  # the grade of the line above
+
+
+@pytest.mark.parametrize("text", [
+    "Offer statins to adults with a 10-year risk above 10%.\n(Level A)\nOffer ezetimibe to adults intolerant of statins.",
+    "- Offer statins to adults with a 10-year risk above 10%.\n(Level A)\n- Offer ezetimibe to adults intolerant of statins.",
+    "- First-line lipid therapy for adults at high risk includes statins.\n[Level A]\n"
+    "- Offer ezetimibe to adults intolerant of statins.",
+])
+def test_a_grade_on_its_own_line_after_a_statement_grades_that_statement(text):
+    first, second = extract(text)
+    assert first.grade == "Level A" and second.grade is None
 
 
 def test_a_list_grade_line_closes_the_list_without_becoming_an_item():

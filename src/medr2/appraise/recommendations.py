@@ -31,8 +31,8 @@ from typing import Optional, Sequence
 from medr2.appraise.grades import STRENGTH_RANK, STRENGTHS, parse_grade  # noqa: F401 (re-exported)
 from medr2.appraise.headings import SECTION_NUMBER, heading_lines, section_heading  # noqa: F401 (re-exported)
 from medr2.appraise.wording import (BULLET, FIRM, GRADE_ONLY, IMPERATIVE, INSUFFICIENT, LABEL, STARTS_OWN,
-                                    advises_against, advises_for, directs, grade_tag, imperative, is_recommendation,  # noqa: F401
-                                    pointer, reported)
+                                    advises_against, advises_for, directs, grade_heading, grade_tag, imperative,  # noqa: F401
+                                    is_recommendation, pointer, reported)
 from medr2.kg.extract.structured import polarity_of
 from medr2.util.sentences import sentences
 
@@ -141,8 +141,11 @@ def _units(text: str) -> list[tuple[Optional[str], str]]:
         if i in heads:
             section, fresh = SECTION_NUMBER.sub("", ln.strip()), True
             continue
-        if (bulleted and out and not fresh and not BULLET.match(ln) and not STARTS_OWN.match(ln.strip())
-                and not opens_unit(ln) and not grade_tag(ln)):  # "Level 2" heads the bullets below it
+        if grade_heading(ln):  # "Level 2" heads the lines below it
+            out.append((section, ln.strip()))
+        elif out and not fresh and ((GRADE_ONLY.match(ln) and grade_tag(ln)) or (
+                bulleted and not BULLET.match(ln) and not STARTS_OWN.match(ln.strip()) and not opens_unit(ln))):
+            # a wrapped line of a bullet, or the grade of the line above: "[Level A]" on a line of its own
             out[-1] = (out[-1][0], out[-1][1].rstrip() + " " + ln.strip())
         else:
             out.append((section, ln.strip()))
@@ -175,8 +178,11 @@ def extract(text: str, max_follow: int = 2) -> list[Statement]:
             header, header_section = (None, None), section
         if not unit or STARTS_OWN.match(unit):
             continue
-        if grade_tag(unit):  # a line that is only a grade ("Level 2") grades the units below it
-            header = parse_grade(unit)
+        if grade_tag(unit):
+            # a grade heading ("Level 2"), or a bracketed grade under a section heading, grades the units below;
+            # a bare grade line of a paragraph ("Strong recommendation" in a grading table) is no statement
+            if grade_heading(unit) or GRADE_ONLY.match(unit):
+                header = parse_grade(unit)
             continue
         current: list[str] = []
         loose: list[str] = []  # the unit's sentences since the last statement that none took
@@ -382,9 +388,7 @@ def with_items(lead_in: str, items: list[str], cut: bool = False) -> str:
     """
     clean = [re.sub(r"(?i)(?:[,;.]\s*(?:and|or)?|\s+(?:and|or))\s*$", "", " ".join(x.split())) for x in items]
     clean = [x for x in clean if x]
-    # the list's grade on a line of its own after the items is no item: "...; Venlafaxine (Level B)."
-    tag = f" {clean.pop()}" if len(clean) > 1 and grade_tag(clean[-1]) else ""
-    return f"{lead_in.rstrip()} {'; '.join(clean)}{tag}{'; ...' if cut else '.'}" if clean else lead_in
+    return f"{lead_in.rstrip()} {'; '.join(clean)}{'; ...' if cut else '.'}" if clean else lead_in
 
 
 def _is_advice(statement: str) -> bool:
@@ -404,7 +408,7 @@ def header_grade(previous: list[str]) -> tuple[Optional[str], Optional[str]]:
     """The grade a list inherits from its header: ``previous`` are the texts before a
     recommendation in its document, nearest last. The nearest line that is not a bullet and ends
     with a colon ("The following recommendations are based on limited evidence (Level B):") or is
-    only a grade ("Level 2") is the header; its grade, or (None, None) when it has none or no
+    a bare grade ("Level 2") is the header; its grade, or (None, None) when it has none or no
     header is found.
 
     >>> header_grade(["Level A applies below (Level A):", "- Offer X.", "- Avoid Y."])
@@ -414,7 +418,7 @@ def header_grade(previous: list[str]) -> tuple[Optional[str], Optional[str]]:
     """
     for text in reversed(previous):
         for line in reversed([ln.strip() for ln in text.splitlines() if ln.strip()]):
-            if (_HEADER_END.search(line) or grade_tag(line)) and not BULLET.match(line):
+            if (_HEADER_END.search(line) or grade_heading(line)) and not BULLET.match(line):
                 return parse_grade(line)
     return None, None
 

@@ -136,6 +136,19 @@ def grade_tag(sentence: str) -> bool:
     return found and not re.search(r"[A-Za-z0-9]", _TAG_WORDS.sub(" ", rest))
 
 
+_GRADE_HEADING = re.compile(r"(?i)^(?:level|grade|class|category)\s+(?:[A-DU]|[1-4]|I{1,3}V?|IV)[abc+]?\s*:?$")
+
+
+def grade_heading(line: str) -> bool:
+    """Whether a line is a bare grade that heads the lines below it ("Level 2", "Class III:"), not
+    the trailing grade of the line above ("(Level A)", "Strength of Recommendation: Moderate").
+
+    >>> grade_heading("Level 2"), grade_heading("(Level 2)"), grade_heading("Strength of Recommendation: Strong")
+    (True, False, False)
+    """
+    return bool(_GRADE_HEADING.match(line.strip()))
+
+
 def is_recommendation(sentence: str) -> bool:
     """Whether a sentence directs care, reports a finding on the evidence, or carries a grade."""
     return directs(sentence) or parse_grade(sentence)[0] is not None
