@@ -90,6 +90,9 @@ ADDED_KEYS: dict[tuple[str, ...], object] = {
     ("gate", "language_weights"): {},  # one loglik evidence weight for every language (2026-12-06)
     ("rerank", "max_unknown_share"): 1.0,  # the cross-encoder scored every script (2026-12-07)
     ("gate", "confidence_gain"): False,  # the loglik gate weighed evidence whatever it did to confidence (2026-12-07)
+    ("recommend", "fill_parts"): False,  # uncovered question parts were not filled (2026-12-07)
+    ("recommend", "fill_min_relevance"): 0.3,  # read only with fill_parts
+    ("recommend", "llm_fill_parts"): False,
 }
 
 
@@ -204,7 +207,7 @@ def moved_keys_read(config: dict) -> dict:
     >>> moved_keys_read({"appraise": {"context_tokens": 1024, "alpha": 1.0}})["apply"]
     {'context_tokens': 1024, 'choice_rationale': 'before'}
     >>> moved_keys_read({})["recommend"]  # a section added since is read at its old values too
-    {'section_headings': False, 'cover_min_relevance': 0.2, 'llm_cover_min_relevance': 0.3, 'guideline_by': 'statement'}
+    {'section_headings': False, 'cover_min_relevance': 0.2, 'llm_cover_min_relevance': 0.3, 'guideline_by': 'statement', 'fill_parts': False, 'fill_min_relevance': 0.3, 'llm_fill_parts': False}
     >>> moved_keys_read({"kg": {"cases": {"k": 3}}})["kg"]["cases"]
     {'k': 3, 'passages_k': 0, 'min_findings': 0}
     """
