@@ -219,8 +219,7 @@ class Recommender:
                 continue
             if rel[i] < max(floor, c.keep_ratio * best):
                 break
-            if any(cands[i][1].direction == cands[j][1].direction and  # opposite advice is never a repeat
-                   near_duplicate(cands[i][1].statement, cands[j][1].statement, c.duplicate_overlap) for j in chosen):
+            if self.repeats(cands, i, chosen):
                 continue
             chosen.append(i)
         if c.fill_parts and len(parts) > 1:
@@ -254,10 +253,15 @@ class Recommender:
             best = max((i for i in pool if i not in chosen), key=lambda i: rel[i], default=None)
             if best is None or rel[best] < c.fill_min_relevance:
                 continue
-            if not any(cands[best][1].direction == cands[j][1].direction and
-                       near_duplicate(cands[best][1].statement, cands[j][1].statement, c.duplicate_overlap)
-                       for j in chosen):
+            if not self.repeats(cands, best, chosen):
                 chosen.append(best)
+
+    def repeats(self, cands: list[tuple[EvidenceItem, Statement]], i: int, chosen: list[int]) -> bool:
+        """Whether candidate ``i`` is a near-duplicate of a chosen one with the same direction
+        (opposite advice is never a repeat)."""
+        return any(cands[i][1].direction == cands[j][1].direction and
+                   near_duplicate(cands[i][1].statement, cands[j][1].statement, self.c.duplicate_overlap)
+                   for j in chosen)
 
     def source(self, cands: list[tuple[EvidenceItem, Statement]], order: list[int], rel: np.ndarray,
                floor: float) -> Optional[str]:

@@ -127,6 +127,8 @@ def grade_tag(sentence: str) -> bool:
     >>> grade_tag("[Level A]"), grade_tag("Strength of Recommendation: Moderate ***"), grade_tag("Offer X (Level A).")
     (True, True, False)
     """
+    if len(sentence.split()) > 12:  # no grade tag is this long: spares the grade patterns on every sentence
+        return False
     rest, found = sentence, False
     for _ in range(3):
         grade = parse_grade(rest)[0]
