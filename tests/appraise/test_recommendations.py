@@ -18,7 +18,18 @@ from medr2.appraise.recommendations import (continued, extract, grade_tag, heade
     ("Vasectomy is safer than tubal sterilization (Level A).", "Level A", "strong"),
     ("Naftidrofuryl may be considered (Level C).", "Level C", "weak"),
     ("There is Level II evidence for nucleus accumbens DBS.", "Level II", "moderate"),
-    ("The Task Force suggests alpha-blockers first. (2|++OO)", "2|++OO", "moderate"),
+    ("The Task Force suggests alpha-blockers first. (2|++OO)", "2|++OO", "weak"),
+    ("Offer statins to adults with familial hypercholesterolaemia (1 ⊕⊕⊕O).", "1 ⊕⊕⊕O", "strong"),
+    ("We suggest against aspirin (conditional recommendation, low certainty of evidence).",
+     "conditional recommendation, low certainty of evidence", "weak"),
+    ("Statin therapy is indicated (COR 1, LOE A).", "COR 1, LOE A", "strong"),
+    ("A statin is reasonable (COR 2a; LOE B-NR).", "COR 2a; LOE B-NR", "moderate"),
+    ("Omega-3 is not recommended (COR 3: No Benefit, LOE B-R).", "COR 3: No Benefit, LOE B-R", "moderate"),
+    ("Digoxin is potentially harmful (COR 3: Harm, LOE C-LD).", "COR 3: Harm, LOE C-LD", "strong"),
+    ("Beta-blockers are recommended to reduce mortality. I A", "I A", "strong"),
+    ("Ivabradine should be considered in sinus rhythm. IIb C", "IIb C", "weak"),
+    ("Offer naloxone (recommendation category: A; evidence type: 4).", "recommendation category: A", "strong"),
+    ("Practice Point 1.2: it is reasonable to continue an SGLT2i.", "Practice Point", "consensus"),
     ("Intranasal corticosteroids are the most potent medications [IA].", "IA", "strong"),
     ("Azelastine offers no benefit over conventional treatment [IIA].", "IIA", "strong"),
     ("Amniocentesis should be offered (II-2B).", "II-2B", "moderate"),
@@ -428,3 +439,41 @@ def test_a_list_grade_line_closes_the_list_without_becoming_an_item():
 def test_more_imperatives(text, direction):
     (s,) = extract(text)
     assert s.direction == direction
+
+
+@pytest.mark.parametrize("row, statement, grade, strength, direction", [
+    # ACC/AHA recommendation tables: class of recommendation and level of evidence before the text
+    ("1 A In adults 40 to 75 years of age with diabetes, moderate-intensity statin therapy is indicated.",
+     "In adults 40 to 75 years of age with diabetes, moderate-intensity statin therapy is indicated.",
+     "COR 1, LOE A", "strong", "for"),
+    ("2b C-LD In selected patients with HFpEF, spironolactone might be considered.",
+     "In selected patients with HFpEF, spironolactone might be considered.", "COR 2b, LOE C-LD", "weak", "for"),
+    ("3: Harm B-R In patients with AF, digoxin as first-line rate control is potentially harmful.",
+     "In patients with AF, digoxin as first-line rate control is potentially harmful.",
+     "COR 3: Harm, LOE B-R", "strong", "against"),
+    ("3: No Benefit B-R In patients with HFrEF, omega-3 supplementation does not reduce events.",
+     "In patients with HFrEF, omega-3 supplementation does not reduce events.",
+     "COR 3: No Benefit, LOE B-R", "moderate", "against"),
+    # SIGN: the grade letter, or a tick for a good practice point, before the text
+    ("B NSAIDs should be considered for short-term relief of pain.",
+     "NSAIDs should be considered for short-term relief of pain.", "Grade B", "moderate", "for"),
+    ("A Patients with acute low back pain should be advised to stay active.",
+     "Patients with acute low back pain should be advised to stay active.", "Grade A", "strong", "for"),
+    ("✓ Healthcare professionals should reassure patients that the prognosis is good.",
+     "Healthcare professionals should reassure patients that the prognosis is good.",
+     "good practice point", "consensus", "for"),
+])
+def test_a_table_rows_leading_grade_grades_its_statement(row, statement, grade, strength, direction):
+    (s,) = extract(row)
+    assert s.statement.startswith(statement)
+    assert (s.grade, s.strength, s.direction) == (grade, strength, direction)
+
+
+@pytest.mark.parametrize("row", [
+    "A CT scan should be obtained within one hour of arrival.",  # the article, not grade A
+    "A Doppler study should be done when a DVT is suspected.",
+    "1 A patient with chest pain should have an ECG within 10 minutes.",  # a numbered line
+])
+def test_an_article_or_a_number_is_no_leading_grade(row):
+    (s,) = extract(row)
+    assert s.statement == row and s.grade is None

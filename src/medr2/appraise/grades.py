@@ -10,15 +10,19 @@ scheme (how it is written)             strength
 GRADE: "strong/conditional/weak        strong; conditional and weak are ``weak``
 recommendation, low-quality evidence"
 GRADE codes "1A".."2C", Endocrine      1 ``strong``, 2 ``weak``
-Society "(1|++OO)"
+Society "(1|++OO)", "(2 ⊕⊕OO)"
 ACC/AHA "Class I/IIa/IIb/III,          I ``strong``, IIa ``moderate``, IIb ``weak``, III
-Level A"                               ``strong`` (a firm "no benefit" or "harm")
+Level A"; ESC columns "... . IIa B"    ``strong`` (a firm "no benefit" or "harm")
+ACC/AHA since 2015 "COR 2a, LOE B-NR"  1 ``strong``, 2a ``moderate``, 2b ``weak``, 3: No Benefit
+(a table row "2a B-NR In adults ...")  ``moderate``, 3: Harm ``strong`` (the scheme's words)
 Levels / grades "Level A", "Grade B",  A or I or 1 ``strong``, B or II or 2 ``moderate``, C/D
-"Level II", USPSTF "B recommendation"  or III/IV ``weak``; U and USPSTF "I statement"
-                                       ``insufficient``
+"Level II", USPSTF "B recommendation", or III/IV ``weak``; U and USPSTF "I statement"
+CDC "recommendation category: A",      ``insufficient``
+SIGN's leading "B NSAIDs should ..."
 bracketed "[IA]", "(I-C)", "II-2D"     the letter: A ``strong``, B ``moderate``, C-E ``weak``
 letter + class "(BIII)", "(A-II)"      the letter, as above
-"GPP", good practice point, expert     ``consensus``
+"GPP", good practice point (SIGN's     ``consensus``
+tick), KDIGO "Practice Point", expert
 opinion, consensus
 =====================================  =========================================================
 """
@@ -64,8 +68,8 @@ def _abbreviation(m: re.Match) -> bool:
 
 # GRADE wording, with the quality of evidence when it follows
 _grade(r"\b(strong|weak|conditional|moderate|discretionary)\s+recommendations?"
-       r"(?:\s*(?:[,;]|based on|with)\s*(?:an?\s+)?(?:(?:very\s+)?(?:high|moderate|low)(?:[- ]quality|[- ]level)?"
-       r"(?:\s+(?:of\s+)?evidence|\s+quality\s+of\s+evidence|\s+level\s+of\s+evidence)?|"
+       r"(?:\s*(?:[,;]|based on|with)\s*(?:an?\s+)?(?:(?:very\s+)?(?:high|moderate|low)(?:[- ]quality|[- ]level|[- ]certainty)?"
+       r"(?:\s+(?:of\s+)?evidence|\s+(?:quality|certainty)\s+of\s+(?:the\s+)?evidence|\s+level\s+of\s+evidence)?|"
        r"(?:evidence\s+level|level\s+of\s+evidence|quality\s+of\s+evidence)\s*:?\s*[A-D1-4]\b))?",
        lambda m: {"strong": "strong", "moderate": "moderate"}.get(m.group(1).lower(), "weak"))
 # ACC/AHA class with its level of evidence
@@ -73,16 +77,28 @@ _grade(r"\bClass\s+(III|IIa|IIb|II|I|IV)\b" + _NOT_A_GRADE + r"(?:\s*[,;(]?\s*(?
        r"([A-C](?:-[A-Z]{1,3})?))?\)?",
        lambda m: {"I": "strong", "IIA": "moderate", "IIB": "weak", "II": "moderate", "III": "strong",
                   "IV": "weak"}[m.group(1).upper()])
-# Endocrine Society: (1|++OO), (2|+OOO)
-_grade(r"\(\s*([12])\s*\|\s*[+O⊕○]{2,4}\s*\)", lambda m: _DIGIT[m.group(1)])
+# ACC/AHA since 2015, class of recommendation and level of evidence: "(COR 2a, LOE B-NR)"; the
+# strengths are the scheme's own words (1 strong, 2a moderate, 2b weak, 3: No Benefit moderate,
+# 3: Harm strong); a table row's leading "2a B-NR" is written this way by :func:`trailing_grade`
+_grade(r"\bCOR\s*:?\s*(1|2a|2b|3)(?:\s*:\s*(No\s+Benefit|Harm))?(?!\w)"
+       r"(?:\s*[,;]?\s*LOE\s*:?\s*(?:A|B-R|B-NR|C-LD|C-EO|B|C)(?![\w-]))?",
+       lambda m: {"1": "strong", "2a": "moderate", "2b": "weak"}.get(
+           m.group(1).lower(), "moderate" if (m.group(2) or "").lower().startswith("no") else "strong"))
+# Endocrine Society and GRADE with symbols: (1|++OO), (2|+OOO), (1 ⊕⊕⊕O); 1 strong, 2 weak
+_grade(r"\(\s*([12])\s*(?:\||\s)\s*[+O⊕○◯]{3,4}\s*\)", lambda m: "strong" if m.group(1) == "1" else "weak")
+# ESC's table columns after a statement: "... reduce mortality. I A", "... in sinus rhythm. IIa B"
+_grade(r"(?<=[.;)])\s+(I|IIa|IIb|III)\s+([ABC])\s*$",
+       lambda m: {"I": "strong", "IIA": "moderate", "IIB": "weak", "III": "strong"}[m.group(1).upper()])
 # USPSTF statements
 _grade(r"\bI\s+statement\b", lambda m: "insufficient")
 # a capital letter after "Grade", an article or a bracket: "a recommendation for research" and a sentence
 # that opens "A recommendation in favor of ..." are no grade A
 _grade(r"(?:\bgrade\s+|(?<=[(\[])\s*|\b(?:an?|the|USPSTF)\s+)((?-i:[A-D]))\s+recommendation\b",
        lambda m: _LETTER[m.group(1).upper()])
-# named levels and grades: Level A, Grade B, Level II, Level 1, Level of evidence: C
-_grade(r"\b(?:Level|Grade|Strength(?:\s+of\s+recommendation)?|SOR)\s*(?:of\s+evidence\s*)?[:=]?\s*"
+# named levels and grades: Level A, Grade B, Level II, Level 1, Level of evidence: C, CDC's
+# "recommendation category: A"
+_grade(r"\b(?:Level|Grade|Strength(?:\s+of\s+recommendation)?|SOR|recommendation\s+category)\s*"
+       r"(?:of\s+evidence\s*)?[:=]?\s*"
        r"(I{1,3}V?|IV|[A-DU]|[1-4])(?:[abc+]|-[abc1-3])?(?!\w)" + _NOT_A_GRADE,
        lambda m: (_ROMAN.get(m.group(1).upper()) or _LETTER.get(m.group(1).upper()) or _DIGIT[m.group(1)]))
 # a strength written as a word after its label: "(Strength of Recommendation: Strong For)"
@@ -104,7 +120,7 @@ _grade(r"[\[(]\s*((?-i:[A-E])|(?-i:[a-e]))\s*-?\s*((?-i:I{1,3}|IV|i{1,3}|iv))\s*
        lambda m: _LETTER[m.group(1).upper()], valid=lambda m: not _abbreviation(m))
 # consensus as the basis of a recommendation; a mention of consensus ("2019 consensus guidelines",
 # "consensus was not reached", "a formal consensus process") is no grade
-_grade(r"\b(?:GPP|good practice point|expert opinion|consensus[- ]based(?:\s+recommendation)?|consensus recommendation|"
+_grade(r"\b(?:GPP|good practice point|practice point|expert opinion|consensus[- ]based(?:\s+recommendation)?|consensus recommendation|"
        r"(?:based on)\s+(?:(?:an?|the)\s+)?(?:(?:expert|panel|formal|informal|group)\s+)?consensus|"
        r"(?:formal|informal|expert|panel)\s+consensus(?!\s+(?:guidelines?|statements?|conferences?|documents?|"
        r"process(?:es)?|methods?|meetings?|panels?|development))|"

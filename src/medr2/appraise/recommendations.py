@@ -32,7 +32,7 @@ from medr2.appraise.grades import STRENGTH_RANK, STRENGTHS, parse_grade  # noqa:
 from medr2.appraise.headings import SECTION_NUMBER, heading_lines, section_heading  # noqa: F401 (re-exported)
 from medr2.appraise.wording import (BULLET, FIRM, GRADE_ONLY, IMPERATIVE, INSUFFICIENT, LABEL, STARTS_OWN,
                                     advises_against, advises_for, directs, grade_heading, grade_tag, imperative,  # noqa: F401
-                                    is_recommendation, pointer, reported)
+                                    is_recommendation, pointer, reported, trailing_grade)
 from medr2.kg.extract.structured import polarity_of
 from medr2.util.sentences import sentences
 
@@ -424,8 +424,9 @@ def header_grade(previous: list[str]) -> tuple[Optional[str], Optional[str]]:
 
 
 def _unit_text(raw: str) -> str:
-    """A unit's text without its label, bullet or trailing glossary."""
-    return _TRAILER.sub("", LABEL.sub("", raw)).strip()
+    """A unit's text without its label, bullet or trailing glossary; a table row's leading grade
+    moved behind its statement (:func:`trailing_grade`)."""
+    return trailing_grade(_TRAILER.sub("", LABEL.sub("", raw)).strip())
 
 
 def _statement(text: str, section: Optional[str] = None) -> Statement:
@@ -433,8 +434,8 @@ def _statement(text: str, section: Optional[str] = None) -> Statement:
     if strength is None and INSUFFICIENT.search(text):
         strength = "insufficient"
     pol = polarity_of(text)
-    if advises_against(text):
-        pol = -1  # "is not suitable for ...", "(Strength of Recommendation: Weak Against)"
+    if advises_against(text) or (grade or "").startswith("COR 3"):
+        pol = -1  # "is not suitable for ...", "(Strength of Recommendation: Weak Against)", ACC/AHA's no benefit or harm
     elif pol == 0 and advises_for(text):
         pol = 1
     direction = "neutral" if strength == "insufficient" else {1: "for", -1: "against"}.get(pol, "neutral")

@@ -39,7 +39,7 @@ DIRECTIVE = re.compile(
     r"it is (?:\w+\s+)?(?:important|essential|advisable|vital|crucial) "
     r"(?:that|to (?!(?:note|remember|recogni[sz]e|emphasi[sz]e|understand|acknowledge|mention|point out|reali[sz]e|"
     r"stress|evaluate the)\b))|"
-    r"may\s+(?:be\s+" + _ADVICE_AFTER_MAY_BE + r"|"
+    r"(?:may|might)\s+(?:be\s+" + _ADVICE_AFTER_MAY_BE + r"|"
     r"benefit|use|receive|reduce)|can\s+be\s+(?:used|offered|considered|given|performed)|"
     r"there is (?:\w+\s+){0,3}evidence|(?:evidence|data) (?:is|are|was|were) (?:insufficient|inadequate|inconclusive)|"
     r"insufficient evidence)\b")
@@ -80,7 +80,7 @@ FIRM = re.compile(r"(?i)\b(?:should|must|shall|recommend(?:s|ed)?|(?:is|are)\s+(
 INSUFFICIENT = re.compile(r"(?i)\b(?:insufficient|inadequate|inconclusive|unproven|no recommendation|"
                            r"cannot be made|Level U)\b")
 LABEL = re.compile(r"(?i)^\s*(?:[-•*–]\s*)*(?:(?:key\s+)?recommendations?\s*(?:\d+(?:\.\d+)*)?\s*[.:)-]\s*|"
-                    r"R\d+(?:\.\d+)*\s*[.:)-]\s*|\d+(?:\.\d+)*[.)]\s+|\d+(?:\.\d+)+\s+|[a-z][.)]\s+)?")
+                    r"R\d+(?:\.\d+)*\s*[.:)-]\s*|\d+(?:\.\d+)*[.)]\s+|\d+(?:\.\d+)+:?\s+|[a-z][.)]\s+)?")
 BULLET = re.compile(r"^\s*(?:[-•*–]|\d+(?:\.\d+)*[.)]|[a-z][.)])\s+")
 STARTS_OWN = re.compile(r"(?i)^(?:conclusion|question|rationale|justification|evidence|remarks?|note|comment|"
                          r"summary|background|qualifying statement|implementation considerations?)s?\b\s*[.:]")
@@ -151,6 +151,51 @@ def grade_heading(line: str) -> bool:
     return bool(_GRADE_HEADING.match(line.strip()))
 
 
+# a grade that opens a table row, before its statement: ACC/AHA's class and level of evidence
+# columns ("2a B-NR In adults with ...", "3: No Benefit B-R ..."), SIGN's grade letter or tick
+# ("B NSAIDs should be considered ...", "✓ Reassure ...")
+_LEADING_COR = re.compile(r"^(?:COR\s*:?\s*)?(1|2a|2b|3\s*:\s*(?:No\s+Benefit|Harm))\s+(?:LOE\s*:?\s*)?"
+                          r"(A|B-R|B-NR|C-LD|C-EO|B|C)\s+(?=[A-Z])")
+_LEADING_LETTER = re.compile(r"^([A-D]|[✓√])\s+(?=[A-Z])")
+# what no article "A" stands before: a statement opening "A In adults ..." or "A Offer ..." is graded A
+_NO_ARTICLE_BEFORE = frozenset("""in for when if where once unless during after before following on at with all any
+each every both no most some those these this such the there it we clinicians people women men children""".split())
+
+
+def _article(rest: str) -> bool:
+    """Whether a leading "A" can be the article of ``rest`` ("A CT scan should ...", "A Doppler
+    study ..."), not a grade: unless the next word is a preposition, a determiner, a pronoun, a plural
+    noun ("A Patients with ...") or an imperative ("A Offer ...")."""
+    word = re.match(r"[A-Za-z]+", rest)
+    if word is None:
+        return False
+    w = word.group(0)
+    plural = len(w) > 3 and w.lower().endswith("s") and not w.lower().endswith(("ss", "us", "is")) and not w.isupper()
+    return not (w.lower() in _NO_ARTICLE_BEFORE or plural or IMPERATIVE.match(rest))
+
+
+def trailing_grade(unit: str) -> str:
+    """A unit that opens with a table row's grade, with the grade moved behind its statement as a
+    bracketed tag that :func:`parse_grade` reads; other units unchanged.
+
+    >>> trailing_grade("2a B-NR In adults with diabetes, it is reasonable to prescribe a statin.")
+    'In adults with diabetes, it is reasonable to prescribe a statin. (COR 2a, LOE B-NR)'
+    >>> trailing_grade("B NSAIDs should be considered for short-term relief.")
+    'NSAIDs should be considered for short-term relief. (Grade B)'
+    >>> trailing_grade("A CT scan should be done within an hour.")
+    'A CT scan should be done within an hour.'
+    """
+    m = _LEADING_COR.match(unit)
+    if m and not (m.group(2) == "A" and _article(unit[m.end():])):
+        cor = " ".join(m.group(1).replace(":", ": ").split()).replace(" :", ":")
+        return f"{unit[m.end():].rstrip()} (COR {cor}, LOE {m.group(2)})"
+    m = _LEADING_LETTER.match(unit)
+    if m and not (m.group(1) == "A" and _article(unit[m.end():])):
+        tag = "good practice point" if m.group(1) in "✓√" else f"Grade {m.group(1)}"
+        return f"{unit[m.end():].rstrip()} ({tag})"
+    return unit
+
+
 def is_recommendation(sentence: str) -> bool:
     """Whether a sentence directs care, reports a finding on the evidence, or carries a grade."""
     return directs(sentence) or parse_grade(sentence)[0] is not None
@@ -172,12 +217,14 @@ REPORTED = re.compile(
 FOR_WORDING = re.compile(r"(?i)\b(?:is|are)\s+(?:\w+ly\s+)?(?:preferred|preferable|acceptable|an?\s+(?:option|alternative)|"
                           r"(?:the\s+)?(?:method|treatment|test|modality|drug|agent) of choice|encouraged|required|warranted|"
                          r"reasonable|also acceptable|the preferred|an? (?:acceptable|reasonable|appropriate|preferred)\s+\w+)\b|"
-                         r"\bmay\s+be\s+(?:considered|used|given|offered|beneficial|reasonable|useful|an option)\b|"
+                         r"\b(?:may|might)\s+be\s+(?:considered|used|given|offered|beneficial|reasonable|useful|an option)\b|"
+                         # ACC/AHA's wording of a class 2a recommendation
+                         r"\bcan\s+be\s+(?:useful|effective|beneficial)\b|"
                          # AAOS: "Moderate evidence supports MRI as ..." (graded by its strength line)
                          r"^(?:strong|moderate|limited)\s+evidence\s+supports\b")
 # "is not suitable / encouraged / advised": against, whatever the polarity reader says
 AGAINST_WORDING = re.compile(r"(?i)\b(?:is|are)\s+not\s+(?:encouraged|suitable|advised|appropriate|acceptable|preferred)\b|"
-                             r"\bweak against\b|\bstrong against\b|\bagainst\)|\bsuggests?\s+against\b|"
+                             r"\b(?:is|are)\s+(?:potentially\s+)?harmful\b|\bweak against\b|\bstrong against\b|\bagainst\)|\bsuggests?\s+against\b|"
                              r"^(?:strong|moderate|limited)\s+evidence\s+does\s+not\s+support\b|^discourage\b")
 _SUBORDINATE = re.compile(r"(?i)\b(?:whom|if|when|where|unless|which|who)\b[^,;.]*$")
 STOP = re.compile(r"(?i)^(?:stop|discontinue|withhold|withdraw)\b")
