@@ -77,6 +77,9 @@ def collect(args) -> None:
         cfg.recommend.extractive_k = args.coarse_k
     engine = Engine.open(index, cfg, generator="none")
     rec = engine.recommender
+    if rec is None or rec.scorer is None:
+        raise SystemExit("collect stores the cross-encoder's half of each statement's relevance: bench/eval.toml "
+                         "must load the reranker (appraise.reranker) and keep [recommend] on")
     qs, dev = all_questions()
     if args.dev_only:
         qs = [q for q in qs if q["id"] in dev]
@@ -98,20 +101,16 @@ def collect(args) -> None:
                 items.sort(key=lambda x: x.n)
                 required = [r["text"] for r in q["required"]]
                 cands = rec.candidates(items)
-                rec.c.overlap_weight = 0.0
-                rel = rec.relevance(q["question"], cands).tolist()  # the cross-encoder alone
-                rec.c.overlap_weight = 1.0
-                ov = rec.relevance(q["question"], cands).tolist()  # term overlap alone
+                texts = [(e.title, s.statement, s.section) for e, s in cands]
+                rel, ov = (x.tolist() for x in rec.halves(q["question"], texts))  # cross-encoder, term overlap
                 sim = (rec.similarity(q["question"], [s.statement for _, s in cands]).tolist()
                        if (cands and rec.similarity is not None) else [None] * len(cands))
                 # each part of a several-part question: every statement's relevance to it (fill_parts)
                 parts = question_parts(q["question"])
                 by_part = {}
                 for part in (parts if len(parts) > 1 and cands else []):
-                    rec.c.overlap_weight = 0.0
-                    p_rel = rec.relevance(part, cands).tolist()
-                    rec.c.overlap_weight = 1.0
-                    by_part[part] = {"rel": p_rel, "ov": rec.relevance(part, cands).tolist()}
+                    p_rel, p_ov = rec.halves(part, texts)
+                    by_part[part] = {"rel": p_rel.tolist(), "ov": p_ov.tolist()}
                 row = {"id": q["id"], "dev": q["id"] in dev, "unanswerable": bool(q.get("unanswerable")),
                        "question": q["question"], "required": required,
                        "best_passage": max((r.relevance for r in res.evidence if r.kept and r.relevance is not None),

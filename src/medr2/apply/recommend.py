@@ -165,14 +165,23 @@ class Recommender:
         the cross-encoder on "title: statement" + ``overlap_weight`` x the term overlap of the
         section and statement (a statement is read with the heading it sits under, "Management of
         Severe CDI"); the overlap alone without a cross-encoder."""
-        if not texts:
-            return np.zeros(0)
-        overlap = overlap_scores(question, [with_section(sec, st) for _, st, sec in texts])
-        if self.scorer is None:
+        ce, overlap = self.halves(question, texts)
+        if ce is None:
             return overlap
-        ce = np.asarray(self.scorer(question, [f"{t}: {st}" if t else st for t, st, _ in texts]), dtype=np.float64)
         w = self.c.overlap_weight
         return (1 - w) * ce + w * overlap
+
+    def halves(self, question: str, texts: Sequence[tuple[Optional[str], str, Optional[str]]]
+               ) -> tuple[Optional[np.ndarray], np.ndarray]:
+        """The two parts :meth:`mix` weighs: the cross-encoder's relevance (None without one) and
+        the term overlap, each over the same (title, statement, section) texts."""
+        if not texts:
+            return (None if self.scorer is None else np.zeros(0)), np.zeros(0)
+        overlap = overlap_scores(question, [with_section(sec, st) for _, st, sec in texts])
+        if self.scorer is None:
+            return None, overlap
+        ce = np.asarray(self.scorer(question, [f"{t}: {st}" if t else st for t, st, _ in texts]), dtype=np.float64)
+        return ce, overlap
 
     def relevance(self, question: str, cands: list[tuple[EvidenceItem, Statement]]) -> np.ndarray:
         return self.mix(question, [(e.title, s.statement, s.section) for e, s in cands])
