@@ -210,6 +210,30 @@ def test_near_duplicate():
     assert near_duplicate("Quinine should be avoided for routine cramps.",
                           "Quinine derivatives should be avoided for routine treatment of cramps.", 0.8)
     assert not near_duplicate("Offer metformin.", "Avoid quinine.", 0.5)
+    # the same words with other numbers say something else; a grade tag's digits are no quantity
+    assert not near_duplicate("Breast milk may be ingested up to 4 h before elective surgery.",
+                              "Breast milk may be ingested up to 6 h before elective surgery.", 0.8)
+    assert near_duplicate("Clear liquids may be ingested up to 2 h before surgery (1A).",
+                          "Clear liquids may be ingested for up to 2 h before surgery (Level B).", 0.8)
+
+
+def test_fill_parts_passes_over_a_repeat_to_the_next_statement_for_the_part():
+    # the best statement for the second part repeats the chosen one; the next best is taken
+    ev = [EvidenceItem(1, "p-adult", "Fasting", "guideline", 3,
+                       "- Adults may be given a light meal up to 6 h before elective procedures (Level A).\n"
+                       "- Infants may be given a light meal up to 6 h before elective procedures.\n"
+                       "- Infants may be given breast milk up to 4 h before elective procedures.")]
+    q = "How long before elective procedures must an adult stop a light meal, and what about infants?"
+
+    def score(question, texts):
+        if question.startswith("what about"):
+            return np.asarray([0.9 if "Infants may be given a light" in t else 0.6 if "breast milk" in t else 0.0
+                               for t in texts])
+        return np.asarray([0.9 if "(Level A)" in t else 0.1 for t in texts])
+    cfg = RecommendConfig(min_relevance=0.3, keep_ratio=0.5, abstain_below=0.2, overlap_weight=0.0, max_items=1,
+                          one_guideline=True, fill_parts=True, fill_min_relevance=0.5)
+    ra = Recommender(cfg, score).answer(q, ev)
+    assert [r.statement[:22] for r in ra.recommendations] == ["Adults may be given a ", "Infants may be given b"]
 
 
 def test_insufficient_answer_lists_every_part_as_uncovered():

@@ -87,10 +87,32 @@ def covers(statement: str, part: str, share: float) -> bool:
     return bool(overlap_scores(part, [statement])[0] >= share) if content_words(part) else False
 
 
+_BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+
+
+def quantities(text: str) -> set[str]:
+    """The numbers a statement states outside brackets (its grade tag's digits left out)."""
+    return set(_NUMBER.findall(_BRACKETED.sub(" ", text)))
+
+
 def near_duplicate(a: str, b: str, share: float) -> bool:
-    """Two statements sharing ``share`` of the shorter one's content words."""
+    """Two statements sharing ``share`` of the shorter one's content words and stating the same
+    numbers: "Breast milk may be ingested up to 4 h before ..." repeats nothing of "A light meal
+    may be ingested up to 6 h before ...".
+
+    >>> near_duplicate("Clear liquids may be ingested up to 2 h before surgery.",
+    ...                "Clear liquids may be ingested for up to 2 h before elective surgery.", 0.8)
+    True
+    >>> near_duplicate("Breast milk may be ingested up to 4 h before surgery.",
+    ...                "Infant formula may be ingested up to 6 h before surgery.", 0.5)
+    False
+    """
     wa, wb = content_words(a), content_words(b)
     if not wa or not wb:
+        return False
+    qa, qb = quantities(a), quantities(b)
+    if qa and qb and qa != qb:
         return False
     return len(wa & wb) / min(len(wa), len(wb)) >= share
 
@@ -249,8 +271,8 @@ class Recommender:
              chosen: list[int], part_relevance: Optional[Callable[[str, list[int]], np.ndarray]] = None) -> None:
         """Step 4b (``fill_parts``): for each part of the question that no chosen statement covers
         (relevance to the part at least ``cover_min_relevance``), the candidate of ``order`` most
-        relevant to that part, when at least ``fill_min_relevance`` and no near-duplicate of a
-        chosen one (in place)."""
+        relevant to that part among those that are no near-duplicate of a chosen one, when at least
+        ``fill_min_relevance`` (in place)."""
         c = self.c
         score = part_relevance or (lambda part, idx: self.mix(
             part, [(cands[i][0].title, cands[i][1].statement, cands[i][1].section) for i in idx]))
@@ -259,10 +281,9 @@ class Recommender:
             rel = dict(zip(pool, score(part, pool)))
             if any(rel.get(j, 0.0) >= c.cover_min_relevance for j in chosen):
                 continue
-            best = max((i for i in pool if i not in chosen), key=lambda i: rel[i], default=None)
-            if best is None or rel[best] < c.fill_min_relevance:
-                continue
-            if not self.repeats(cands, best, chosen):
+            fresh = [i for i in pool if i not in chosen and not self.repeats(cands, i, chosen)]
+            best = max(fresh, key=lambda i: rel[i], default=None)
+            if best is not None and rel[best] >= c.fill_min_relevance:
                 chosen.append(best)
 
     def repeats(self, cands: list[tuple[EvidenceItem, Statement]], i: int, chosen: list[int]) -> bool:
