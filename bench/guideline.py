@@ -121,7 +121,8 @@ def collect(args) -> None:
                        "passage_rel": {r.passage_id: r.relevance for r in res.evidence if r.kept},
                        "cands": [{"n": e.n, "passage_id": e.passage_id, "title": e.title, "statement": s.statement,
                                   "grade": s.grade, "strength": s.strength, "direction": s.direction,
-                                  "population": s.population, "firm": s.firm, "rel": r, "ov": o, "sim": m}
+                                  "population": s.population, "firm": s.firm, "section": s.section,
+                                  "rel": r, "ov": o, "sim": m}
                                  for (e, s), r, o, m in zip(cands, rel, ov, sim)],
                        "parts": by_part, "seconds": round(time.perf_counter() - t, 2)}
                 out.write(json.dumps(row) + "\n")
