@@ -39,6 +39,8 @@ STRENGTH_RANK = {"strong": 4, "moderate": 3, "consensus": 2.5, "weak": 2, "insuf
 _LETTER = {"A": "strong", "B": "moderate", "C": "weak", "D": "weak", "E": "weak", "U": "insufficient"}
 _ROMAN = {"I": "strong", "II": "moderate", "III": "weak", "IV": "weak"}
 _DIGIT = {"1": "strong", "2": "moderate", "3": "weak", "4": "weak"}
+# ACC/AHA and ESC classes of recommendation (III: a firm "no benefit" or "harm")
+_CLASS = {"I": "strong", "IIA": "moderate", "IIB": "weak", "II": "moderate", "III": "strong", "IV": "weak"}
 # not a grade when what follows makes it a study class, a toxicity grade ("grade 3 and 4 events",
 # "grade 3 or higher") or a disease class ("class III obesity")
 _NOT_A_GRADE = (r"(?!\s*(?:stud|trial|article|paper|report|data\b|patients?\b|(?:and|or|to)\s+(?:[1-5]|I{1,3}|IV)\b|"
@@ -75,8 +77,7 @@ _grade(r"\b(strong|weak|conditional|moderate|discretionary)\s+recommendations?"
 # ACC/AHA class with its level of evidence
 _grade(r"\bClass\s+(III|IIa|IIb|II|I|IV)\b" + _NOT_A_GRADE + r"(?:\s*[,;(]?\s*(?:Level(?:\s+of\s+Evidence)?\s*:?\s*)"
        r"([A-C](?:-[A-Z]{1,3})?))?\)?",
-       lambda m: {"I": "strong", "IIA": "moderate", "IIB": "weak", "II": "moderate", "III": "strong",
-                  "IV": "weak"}[m.group(1).upper()])
+       lambda m: _CLASS[m.group(1).upper()])
 # ACC/AHA since 2015, class of recommendation and level of evidence: "(COR 2a, LOE B-NR)"; the
 # strengths are the scheme's own words (1 strong, 2a moderate, 2b weak, 3: No Benefit moderate,
 # 3: Harm strong); a table row's leading "2a B-NR" is written this way by :func:`trailing_grade`
@@ -88,7 +89,7 @@ _grade(r"\bCOR\s*:?\s*(1|2a|2b|3)(?:\s*:\s*(No\s+Benefit|Harm))?(?!\w)"
 _grade(r"\(\s*([12])\s*(?:\||\s)\s*[+O⊕○◯]{3,4}\s*\)", lambda m: "strong" if m.group(1) == "1" else "weak")
 # ESC's table columns after a statement: "... reduce mortality. I A", "... in sinus rhythm. IIa B"
 _grade(r"(?<=[.;)])\s+(I|IIa|IIb|III)\s+([ABC])\s*$",
-       lambda m: {"I": "strong", "IIA": "moderate", "IIB": "weak", "III": "strong"}[m.group(1).upper()])
+       lambda m: _CLASS[m.group(1).upper()])
 # USPSTF statements
 _grade(r"\bI\s+statement\b", lambda m: "insufficient")
 # a capital letter after "Grade", an article or a bracket: "a recommendation for research" and a sentence
