@@ -13,9 +13,10 @@ ROUND=${ROUND:-10}
 SETS=${SETS:-mmlu,medqa,medmcqa,pubmedqa,bioasq}
 .venv/bin/python bench/eval.py --phase direct --runs $RUNS
 # --limit N answers the first N of each seeded subset (its file order); a larger N continues
-# FROM=R starts at round R (the rounds before it done: each skipped cell costs a process start)
-for r in 1 2 3 4 5 6 7 8 9 10; do
-  if [ "$r" -lt "${FROM:-1}" ]; then continue; fi
+# FROM=R starts at round R (the rounds before it done); ROUND=5 FROM=12 goes 60, 65, ... 100
+# rounds FROM, FROM+1, ... until every question of the subset is in (N = r x ROUND >= 100)
+r=${FROM:-1}
+while [ $(((r - 1) * ROUND)) -lt 100 ]; do
   N=$((r * ROUND))
   .venv/bin/python bench/eval.py --phase medr2 --datasets $SETS --limit $N --runs $RUNS
   .venv/bin/python bench/eval.py --phase rag --datasets $SETS --limit $N --runs $RUNS
@@ -23,4 +24,5 @@ for r in 1 2 3 4 5 6 7 8 9 10; do
   if [ "$N" -le "${ABL_MAX:-100}" ]; then
     .venv/bin/python bench/eval.py --phase ablations --datasets $SETS --limit $N --runs $RUNS
   fi
+  r=$((r + 1))
 done
