@@ -39,9 +39,10 @@ def answer_lines(res, explain: bool) -> Iterator[str]:
     if res.reformulation:
         yield f"Query: {res.reformulation.get('query')} ({res.reformulation.get('method')})"
     flag = "  [INSUFFICIENT EVIDENCE]" if res.insufficient else ""
+    from medr2.apply.judge import JUDGED
     from medr2.apply.recommend import EXTRACTIVE, QUOTED
 
-    quoted = res.method in (EXTRACTIVE, QUOTED)  # the answer is the list of recommendations
+    quoted = res.method in (EXTRACTIVE, QUOTED, JUDGED)  # the answer is the list of recommendations
     sep = "\n" if quoted and not res.insufficient else " "
     yield f"\nAnswer ({res.pipeline}, {res.method}):{sep}{res.answer}{flag}"
     if res.rationale:

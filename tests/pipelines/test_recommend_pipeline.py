@@ -234,3 +234,38 @@ def test_the_parts_no_recommendation_covers_are_printed_once():
     assert "\n".join(answer_lines(res, explain=False)).count("Not covered by these recommendations") == 1
     res.method = "extractive-recommendations"
     assert "Not covered by these recommendations" not in "\n".join(answer_lines(res, explain=False))
+
+
+class JudgingLLM(RecordingLLM):
+    """Plumbing fake generator: judges statements on metformin as applying; must not write."""
+
+    def chat(self, messages, json_schema=None, **kw):
+        raise AssertionError("the generator wrote an answer although it only judges (llm_answer = quote)")
+
+    def continuation_logprobs(self, prompt, continuation):
+        self.prompts.append(prompt)
+        applies = "stopped" in prompt.split("Guideline recommendation: ", 1)[1]
+        return [-0.05] if (continuation == " yes") == applies else [-3.0]
+
+    def count_tokens(self, text):
+        return len(text.split())
+
+
+def test_in_quote_mode_the_generator_judges_and_the_answer_quotes():
+    from medr2.apply.judge import JUDGED, StatementJudge
+
+    e = engine([GUIDE, FLU])
+    e.config.recommend.llm_answer = "quote"
+    llm = JudgingLLM()
+    e.generator = llm
+    e.recommender = Recommender(e.config.recommend.for_judge(), None, judge=StatementJudge(llm))
+    p = Pipeline(e, "vanilla_rag")
+    res = p.run(Q)
+    assert res.method == JUDGED and res.citations == ["g1"] and not res.insufficient
+    # the judged selection: the "stopped" statement only (the other, same passage, judged not to apply)
+    assert [r.grade for r in res.recommendations] == ["Level B"]
+    assert res.answer.startswith("- [") and "Metformin should be stopped" in res.answer
+    assert "judge:fake judged which statements apply" in " ".join(res.notes)
+    assert p.quoting and p.coarse_k() >= e.config.recommend.extractive_k
+    text = "\n".join(answer_lines(res, explain=False))
+    assert "Recommendations that apply" not in text  # the answer is the list: not printed twice

@@ -12,7 +12,8 @@ Selection (constants in ``[recommend]``, chosen on dev questions):
    guidelines only graded statements count;
 2. relevance of each to the question: the calibrated cross-encoder on ``title: statement``
    mixed with the share of the question's content words that the statement, read after its
-   section heading, holds (``overlap_weight``), or that share alone when no cross-encoder is loaded;
+   section heading, holds (``overlap_weight``), or that share alone when no cross-encoder is loaded
+   (with ``llm_answer = "quote"`` the generator judges each statement: medr2.apply.judge);
 3. when the best packed passage's relevance (the coarse reranker's) is below ``abstain_below``
    and no statement is close to the question in the index's embedding space (cosine below
    ``abstain_dense_below``, read only with the encoder it was chosen for), none applies:
@@ -130,7 +131,7 @@ class Recommender:
                  previous: Optional[Callable[[list[str]], dict[str, list[str]]]] = None,
                  similarity: Optional[Scorer] = None,
                  following: Optional[Callable[[list[str]], dict[str, list[tuple[str, str]]]]] = None,
-                 reads: Optional[Callable[[str], bool]] = None):
+                 reads: Optional[Callable[[str], bool]] = None, judge: Optional[Scorer] = None):
         """``scorer``: calibrated relevance of texts to a question (medr2's cross-encoder), or None
         for term overlap. ``previous``: for the passage ids given, the texts before each in its
         document under the same headings (nearest last), for a list header's grade and the section
@@ -141,9 +142,11 @@ class Recommender:
         its document under the same headings, nearest first, where a list's lead-in that ends a
         passage finds its items; None reads none. ``reads``: whether ``scorer`` can read a question
         (medr2.search.rerank: its vocabulary knows most of the question's word pieces); a question it
-        cannot read is scored by term overlap, with the overlap's floors."""
+        cannot read is scored by term overlap, with the overlap's floors. ``judge``: the generator's
+        P("yes") that a statement (after its section heading) answers the question
+        (medr2.apply.judge), read in place of ``scorer``; coverage then reads term overlap."""
         self.c, self.scorer, self.previous, self.similarity = config, scorer, previous, similarity
-        self.following, self.reads = following, reads
+        self.following, self.reads, self.judge = following, reads, judge
 
     def candidates(self, evidence: Sequence[EvidenceItem]) -> list[tuple[EvidenceItem, Statement]]:
         read = [(e, extract(e.text)) for e in evidence if advice_section(e.heading_path)]
@@ -188,18 +191,17 @@ class Recommender:
         section and statement (a statement is read with the heading it sits under, "Management of
         Severe CDI"); the overlap alone without a cross-encoder."""
         ce, overlap = self.halves(question, texts)
-        if ce is None:
-            return overlap
-        w = self.c.overlap_weight
-        return (1 - w) * ce + w * overlap
+        return overlap if ce is None else (1 - self.c.overlap_weight) * ce + self.c.overlap_weight * overlap
 
     def halves(self, question: str, texts: Sequence[tuple[Optional[str], str, Optional[str]]]
                ) -> tuple[Optional[np.ndarray], np.ndarray]:
-        """The two parts :meth:`mix` weighs: the cross-encoder's relevance (None without one) and
-        the term overlap, each over the same (title, statement, section) texts."""
+        """The two parts :meth:`mix` weighs: the judge's or else the cross-encoder's relevance (None
+        without either) and the term overlap, each over the same (title, statement, section) texts."""
         if not texts:
-            return (None if self.scorer is None else np.zeros(0)), np.zeros(0)
+            return (None if self.scorer is None and self.judge is None else np.zeros(0)), np.zeros(0)
         overlap = overlap_scores(question, [with_section(sec, st) for _, st, sec in texts])
+        if self.judge is not None:
+            return np.asarray(self.judge(question, [with_section(sec, st) for _, st, sec in texts])), overlap
         if self.scorer is None:
             return None, overlap
         ce = np.asarray(self.scorer(question, [f"{t}: {st}" if t else st for t, st, _ in texts]), dtype=np.float64)
@@ -208,7 +210,8 @@ class Recommender:
     def relevance(self, question: str, cands: list[tuple[EvidenceItem, Statement]]) -> np.ndarray:
         return self.mix(question, [(e.title, s.statement, s.section) for e, s in cands])
 
-    def choose(self, question: str, cands: list[tuple[EvidenceItem, Statement]], rel: np.ndarray,
+    def choose(self, question: str, cands: list[tuple[EvidenceItem, Statement]],
+               rel: Union[np.ndarray, Callable[[], np.ndarray]],
                best_passage: Optional[float] = None,
                best_similarity: Union[None, float, Callable[[], Optional[float]]] = None,
                part_relevance: Optional[Callable[[str, list[int]], np.ndarray]] = None) -> RecommendationAnswer:
@@ -220,12 +223,14 @@ class Recommender:
         ``best_passage`` is None, no statement reaching the floor does (``overlap_*`` floors
         without a cross-encoder). ``part_relevance(part, indices)``: the relevance of those
         candidates to one part of the question (None: computed with :meth:`mix`), read by
-        ``fill_parts``."""
+        ``fill_parts``. ``rel`` may be a function: called after a passage-relevance abstention."""
         c = self.c
         parts = question_parts(question) or [question]
         if not cands:
             return RecommendationAnswer([], parts, parts, True, 0)
-        if self.scorer is None:
+        if best_passage is None or (self.scorer is None and self.judge is None):
+            rel = rel() if callable(rel) else rel
+        if self.scorer is None and self.judge is None:
             abstain, floor = float(rel.max()) < c.overlap_abstain_below, c.overlap_min_relevance
         elif best_passage is not None:
             abstain = best_passage < c.abstain_below
@@ -236,6 +241,7 @@ class Recommender:
             abstain, floor = float(rel.max()) < c.min_relevance, c.min_relevance
         if abstain:
             return RecommendationAnswer([], parts, parts, True, len(cands))
+        rel = rel() if callable(rel) else rel
         order = sorted(range(len(cands)), key=lambda i: -rel[i])
         source = self.source(cands, order, rel, floor)
         if source is not None:  # the list comes from that guideline, its best statement first
@@ -325,7 +331,7 @@ class Recommender:
             for r in recs:
                 r.covers = list(parts)
             return
-        if self.scorer is not None and recs:
+        if self.scorer is not None and self.judge is None and recs:
             texts = [(r.title, r.statement, r.section) for r in recs]
             for p in parts:
                 for r, x in zip(recs, self.mix(p, texts)):
@@ -338,14 +344,14 @@ class Recommender:
     def answer(self, question: str, evidence: Sequence[EvidenceItem]) -> RecommendationAnswer:
         """The recommendation answer of a free-text question over the packed evidence; its
         ``answer`` field is the extractive answer (cited quotes, one per line)."""
-        if self.scorer is not None and self.reads is not None and not self.reads(question):
+        if self.judge is None and self.scorer is not None and self.reads is not None and not self.reads(question):
             overlap = copy.copy(self)
             overlap.scorer = overlap.reads = None
             return overlap.answer(question, evidence)
         cands = self.candidates(evidence)
         rels = [e.relevance for e in evidence if e.relevance is not None]
         best = max(rels) if rels else None
-        ra = self.choose(question, cands, self.relevance(question, cands), best,
+        ra = self.choose(question, cands, lambda: self.relevance(question, cands), best,
                          lambda: self.best_similarity(question, cands))
         ra.answer = as_answer(ra, len(evidence))
         return ra

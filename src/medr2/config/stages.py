@@ -309,6 +309,19 @@ class RecommendConfig(Section):
     llm_keep_ratio: float = Field(0.7, ge=0.0, le=1.0)
     llm_max_items: int = Field(2, ge=1)
     llm_one_guideline: bool = False
+    # with a generator: "write", it writes its answer with the applicable recommendations as the
+    # structure (the llm_* selection, relevance by the cross-encoder); "quote", it only judges which
+    # statements apply (medr2.apply.judge: P("yes"), mixed with term overlap by judge_overlap_weight)
+    # and the answer is those statements quoted, as on the extractive path: only what the guidelines
+    # say, chosen by the model. The judge_* selection: dev choice (bench/README.md, "Recommendation
+    # answers", 2026-12-07: bench/guideline_judge.py grid, the 42 + 36 dev questions, the objective of
+    # the extractive grid; dev objective 0.916 -> 0.848, omission 48% -> 39%)
+    llm_answer: Literal["write", "quote"] = "write"
+    judge_overlap_weight: float = Field(0.5, ge=0.0, le=1.0)
+    judge_min_relevance: float = Field(0.5, ge=0.0, le=1.0)
+    judge_keep_ratio: float = Field(0.85, ge=0.0, le=1.0)
+    judge_max_items: int = Field(5, ge=1)
+    judge_one_guideline: bool = True
     # two statements sharing this share of the shorter one's content words are one (the stronger kept)
     duplicate_overlap: float = Field(0.8, gt=0.0, le=1.0)
     # term overlap: a part of a several-part question is covered when a chosen statement holds
@@ -343,6 +356,14 @@ class RecommendConfig(Section):
                                        "max_items": self.llm_max_items, "one_guideline": self.llm_one_guideline,
                                        "cover_min_relevance": self.llm_cover_min_relevance,
                                        "fill_parts": self.llm_fill_parts})
+
+    def for_judge(self) -> "RecommendConfig":
+        """This section with the judged selection (``judge_*``; ``llm_answer = "quote"``): parts are
+        not filled (each would cost the judge a scoring per statement)."""
+        return self.model_copy(update={"overlap_weight": self.judge_overlap_weight,
+                                       "min_relevance": self.judge_min_relevance, "keep_ratio": self.judge_keep_ratio,
+                                       "max_items": self.judge_max_items, "one_guideline": self.judge_one_guideline,
+                                       "fill_parts": False})
 
 
 class AmtConfig(Section):

@@ -20,6 +20,7 @@ from medr2.apply.context import evidence_budget, pack_rows
 from medr2.apply.gate import (GateDecision, agree_decision, decide, decide_generated, relevance_gate, skip_decision,
                               skip_loglik, use_decision)
 from medr2.apply.loglik import LoglikAnswerer
+from medr2.apply.judge import as_judged
 from medr2.apply.recommend import prompt_block, quote_instead, states_nothing
 from medr2.apply.prompts import draft_messages
 from medr2.formulate.formulator import Formulation, query_text
@@ -64,6 +65,7 @@ class Method:
         # coarse reranker (set per question by gated_formulate)
         self.anchor: Optional[str] = None
         self.question = ""  # the question being answered (the sentence focus reads it)
+        self.quoting = False  # a free-text question answered by the judged, quoted list (recommend.llm_answer)
         # what the model gives without evidence, once per question (see ``without_evidence``)
         self._own: dict[tuple, Any] = {}
         if rounds is not None and rounds > 1 and not self.iterate:
@@ -83,6 +85,8 @@ class Method:
         self.question = question
         self._own = {}
         options = validate_options(options)
+        r = cfg.recommend
+        self.quoting = not options and r.enabled and r.llm_answer == "quote" and e.generator is not None
         usage = Usage()
         res = AskResult(question=question, options=options, pipeline=self.name, models=e.model_names())
         t0 = time.perf_counter()
@@ -139,16 +143,18 @@ class Method:
         """Passages kept by the coarse stage: ``appraise.coarse_k``; without a generator, when
         recommendation answers are on, at least ``recommend.extractive_k`` (no window limits the
         extractive answer, and a guideline question's recommendations are spread over many short
-        passages)."""
+        passages); the same for a free-text question when the generator only judges the statements
+        (``recommend.llm_answer = "quote"``)."""
         cfg = self.engine.config
-        if self.engine.generator is None and cfg.recommend.enabled:
+        if (self.engine.generator is None or self.quoting) and cfg.recommend.enabled:
             return max(cfg.appraise.coarse_k, cfg.recommend.extractive_k)
         return cfg.appraise.coarse_k
 
     def budget(self) -> int:
         """The evidence window in tokens. Without a generator no model reads the context (the
-        extractive answers read every passage), so every appraised passage is in it."""
-        if self.engine.generator is None:
+        extractive answers read every passage), so every appraised passage is in it; nor does it
+        read the context of an answer that quotes the judged statements."""
+        if self.engine.generator is None or self.quoting:
             return UNLIMITED_WINDOW
         return evidence_budget(self.engine.config, self.engine.generator)
 
@@ -179,6 +185,8 @@ class Method:
         ra = self.recommend(question, evidence) if (not options and evidence) else None
         if ra is not None and self.engine.generator is None:
             return ra.answer  # the extractive path: the applicable recommendations are the answer
+        if ra is not None and self.quoting:
+            return as_judged(ra.answer, getattr(self.engine.recommender.judge, "name", "the generator"))
         give = self.engine.config.recommend.prompt
         block = prompt_block(ra) if (give and ra is not None and ra.recommendations) else None
         with stage("generate"):
@@ -237,6 +245,8 @@ class Method:
         decide whether (and how much) the evidence is used; ``res.gate`` and ``res.evidence_used``
         say what was decided and why."""
         g = self.engine.config.gate
+        if self.quoting:  # the judged, quoted list abstains by its own rule (medr2.apply.recommend)
+            return self.generate(question, options, evidence)
         if g.enabled and not evidence and options and self.engine.generator is not None and not self.use_loglik(options):
             # nothing passed appraisal: a multiple-choice question still gets the model's own answer
             # (do no harm), uncited, and says why (a free-text one is answered "insufficient evidence")

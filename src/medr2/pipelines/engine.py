@@ -22,6 +22,7 @@ from typing import Optional
 from medr2.apply.answer import CitedAnswerer
 from medr2.apply.context import token_counter
 from medr2.apply.focus import SentenceFocus
+from medr2.apply.judge import StatementJudge
 from medr2.apply.recommend import Recommender
 from medr2.appraise.appraiser import Appraiser
 from medr2.appraise.recommendations import MAX_LIST_ITEMS
@@ -77,7 +78,10 @@ class Engine:
         c = self.config.recommend
         if not c.enabled:
             return None
-        if self.generator is not None:
+        judge = None
+        if self.generator is not None and c.llm_answer == "quote":  # the generator judges, the answer quotes
+            c, judge = c.for_judge(), StatementJudge(self.generator)
+        elif self.generator is not None:
             c = c.for_generator()
         rr = self.searcher.reranker
         scorer = None
@@ -91,7 +95,7 @@ class Engine:
             def similarity(question, texts):
                 enc = self.index.encoder
                 return enc.encode_passages(texts) @ enc.encode_query(question)
-        return Recommender(c, scorer, self.previous_texts, similarity, self.next_texts, self.reranker_reads)
+        return Recommender(c, scorer, self.previous_texts, similarity, self.next_texts, self.reranker_reads, judge)
 
     def previous_texts(self, passage_ids: list[str]) -> dict[str, list[str]]:
         """For each passage, the texts before it in its document's part under the same headings
