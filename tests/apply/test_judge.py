@@ -114,3 +114,6 @@ def test_an_abstention_on_passage_relevance_asks_the_judge_nothing():
     ra = Recommender(judged_config(), never, judge=never).answer(
         QUESTION, [EvidenceItem(**{**e.__dict__, "relevance": 0.05}) for e in EV])
     assert ra.insufficient and ra.searched == 3
+    abstained = as_judged(Answer("Insufficient evidence: ...", insufficient=True,
+                                 notes=["no LLM: recommendation answer (medr2.apply.recommend); abstained"]), "judge:fake")
+    assert abstained.notes == ["quote mode: recommendation answer (medr2.apply.recommend); abstained"]

@@ -13,7 +13,7 @@ Example::
     >>> from medr2.apply.judge import StatementJudge
     >>> class Fake:  # log-probabilities: " yes" likelier where the text names cramps
     ...     def continuation_logprobs(self, prompt, continuation):
-    ...         cramps = "Recommendation: Quinine" in prompt
+    ...         cramps = "recommendation: Quinine" in prompt
     ...         return [-0.1] if (continuation == " yes") == cramps else [-2.5]
     >>> judge = StatementJudge(Fake())
     >>> [round(float(p), 2) for p in judge("Is quinine right for cramps?", ["Quinine should be avoided.",
@@ -63,8 +63,9 @@ JUDGED = "judged-recommendations"
 
 def as_judged(ans: Answer, judge: str) -> Answer:
     """The extractive answer of a judged selection (:func:`medr2.apply.recommend.as_answer`),
-    marked as such: its method, and notes that name the judge instead of "no LLM"."""
+    marked as such: its method, and notes that name the judge (or the mode, on an abstention)
+    instead of "no LLM"."""
     ans.method = JUDGED
-    ans.notes = [f"{judge} judged which statements apply; " + n[len("no LLM: "):] if n.startswith("no LLM: ") else n
-                 for n in ans.notes]
+    lead = "quote mode: " if ans.insufficient else f"{judge} judged which statements apply; "
+    ans.notes = [lead + n[len("no LLM: "):] if n.startswith("no LLM: ") else n for n in ans.notes]
     return ans

@@ -93,6 +93,12 @@ ADDED_KEYS: dict[tuple[str, ...], object] = {
     ("recommend", "fill_parts"): False,  # uncovered question parts were not filled (2026-12-07)
     ("recommend", "fill_min_relevance"): 0.3,  # read only with fill_parts
     ("recommend", "llm_fill_parts"): False,
+    ("recommend", "llm_answer"): "write",  # a generator always wrote the guideline answer (2026-12-07)
+    ("recommend", "judge_overlap_weight"): 0.5,  # the judge_* selection is read only with llm_answer = quote
+    ("recommend", "judge_min_relevance"): 0.5,
+    ("recommend", "judge_keep_ratio"): 0.85,
+    ("recommend", "judge_max_items"): 5,
+    ("recommend", "judge_one_guideline"): True,
 }
 
 
@@ -206,8 +212,9 @@ def moved_keys_read(config: dict) -> dict:
 
     >>> moved_keys_read({"appraise": {"context_tokens": 1024, "alpha": 1.0}})["apply"]
     {'context_tokens': 1024, 'choice_rationale': 'before'}
-    >>> moved_keys_read({})["recommend"]  # a section added since is read at its old values too
-    {'section_headings': False, 'cover_min_relevance': 0.2, 'llm_cover_min_relevance': 0.3, 'guideline_by': 'statement', 'fill_parts': False, 'fill_min_relevance': 0.3, 'llm_fill_parts': False}
+    >>> r = moved_keys_read({})["recommend"]  # a section added since is read at its old values too
+    >>> r["section_headings"], r["guideline_by"], r["fill_parts"], r["llm_answer"]
+    (False, 'statement', False, 'write')
     >>> moved_keys_read({"kg": {"cases": {"k": 3}}})["kg"]["cases"]
     {'k': 3, 'passages_k': 0, 'min_findings': 0}
     """
