@@ -30,7 +30,7 @@ import numpy as np
 from medr2.apply.answer import Answer
 from medr2.llm.base import LLM
 from medr2.llm.prompting import strip_evidence_tags
-from medr2.search.llm_rerank import p_yes
+from medr2.search.llm_rerank import yes_probability
 
 
 def judge_prompt(question: str, statement: str) -> str:
@@ -48,13 +48,8 @@ class StatementJudge:
         self.name = f"judge:{getattr(llm, 'name', 'llm')}"
 
     def __call__(self, question: str, statements: Sequence[str]) -> np.ndarray:
-        out = []
-        for s in statements:
-            prompt = judge_prompt(question, s)
-            yes = sum(self.llm.continuation_logprobs(prompt, " yes"))
-            no = sum(self.llm.continuation_logprobs(prompt, " no"))
-            out.append(p_yes(yes, no))
-        return np.asarray(out, dtype=np.float64)
+        return np.asarray([yes_probability(self.llm, judge_prompt(question, s)) for s in statements],
+                          dtype=np.float64)
 
 
 # Answer.method of a quoted list whose statements the generator judged (recommend.llm_answer = "quote")

@@ -25,6 +25,12 @@ def p_yes(logp_yes: float, logp_no: float) -> float:
     return a / (a + b)
 
 
+def yes_probability(llm: LLM, prompt: str) -> float:
+    """P(" yes") against P(" no") as the continuation of ``prompt`` (two scorings; the second
+    reuses the prompt's cache where the model keeps one)."""
+    return p_yes(sum(llm.continuation_logprobs(prompt, " yes")), sum(llm.continuation_logprobs(prompt, " no")))
+
+
 class LLMPointwiseReranker:
     def __init__(self, llm: LLM, max_passage_words: int = 250):
         self.llm = llm
@@ -34,9 +40,7 @@ class LLMPointwiseReranker:
     def rerank(self, query: str, hits: list[Hit], top_n: int) -> list[Hit]:
         for h in hits:
             prompt = relevance_prompt(query, " ".join(h.text.split()[: self.max_passage_words]))
-            yes = sum(self.llm.continuation_logprobs(prompt, " yes"))
-            no = sum(self.llm.continuation_logprobs(prompt, " no"))
-            h.scores["rerank"] = round(p_yes(yes, no), 6)
+            h.scores["rerank"] = round(yes_probability(self.llm, prompt), 6)
             h.scores["relevance"] = h.scores["rerank"]  # P(yes) is the relevance the fine order reads
             h.score = float(h.scores["rerank"])
         return sorted(hits, key=lambda h: -h.score)[:top_n]
