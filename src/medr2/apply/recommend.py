@@ -199,9 +199,10 @@ class Recommender:
         without either) and the term overlap, each over the same (title, statement, section) texts."""
         if not texts:
             return (None if self.scorer is None and self.judge is None else np.zeros(0)), np.zeros(0)
-        overlap = overlap_scores(question, [with_section(sec, st) for _, st, sec in texts])
+        read = [with_section(sec, st) for _, st, sec in texts]  # each statement after its section heading
+        overlap = overlap_scores(question, read)
         if self.judge is not None:
-            return np.asarray(self.judge(question, [with_section(sec, st) for _, st, sec in texts])), overlap
+            return np.asarray(self.judge(question, read)), overlap
         if self.scorer is None:
             return None, overlap
         ce = np.asarray(self.scorer(question, [f"{t}: {st}" if t else st for t, st, _ in texts]), dtype=np.float64)
