@@ -6,6 +6,7 @@ from the other 70%.
     python bench/tcm.py index        # GB/T 16751 + the train fold's solved items, and the case graph
     python bench/tcm.py retrieval    # BM25 with and without the TCM term lists; encoder speed
     python bench/tcm.py match        # how often the matched cases' paths hold the gold syndrome (no LLM)
+    python bench/tcm.py options      # option-conditioned retrieval: does it favour the gold option? (no LLM)
     python bench/tcm.py dev          # settings chosen on the train fold (own item excluded)
     python bench/tcm.py tune         # kg.cases.path_weight by replaying the dev records
     python bench/tcm.py run --kinds CVR --methods direct,vanilla_rag,tcm_diffrag
@@ -132,6 +133,47 @@ def match() -> list[str]:
         lines.append(f"| {kind} | {n} | {syn} | {syn_hit} | {syn_any} | {named} ({named / max(n, 1):.1%}) | {dup} |")
     print("\n".join(lines))
     return lines
+
+
+def options_probe() -> None:
+    """Option-conditioned retrieval, probed without a model on the training fold's case vignettes:
+    for each option, the top BM25 passage of "stem + option" (or "case + stem + option"), the
+    question's own solved item excluded; how often that passage names the option, for the gold
+    option and for the distractors. A retrieval that favours the gold option would give the model
+    evidence per option; one that names every option alike gives it nothing to choose by."""
+    from medr2.config import Config
+    from medr2.index.index import Index
+    from medr2.ingest.loaders.tcmbench import read_tcmbench
+    from medr2.pipelines.engine import Engine
+
+    cfg = Config.load(CONFIG)
+    idx = Index.open(OUT / "index", cfg)
+    try:
+        e = Engine(idx, cfg, None, None)
+        items = list(read_tcmbench(OUT / "train" / "CVR.json"))
+        lines = [f"{len(items)} training-fold case-vignette questions; per option, the top passage of BM25 "
+                 "(own solved item excluded) names the option:", "",
+                 "| query | gold option named | a distractor named | only the gold option named |",
+                 "|---|---:|---:|---:|"]
+        for label, with_case in (("stem + option", False), ("case + stem + option", True)):
+            gold = gold_n = other = other_n = only = 0
+            for it in items:
+                ex = frozenset({f"tcmbench:{it.group}"})
+                named = {}
+                for letter, o in it.options.items():
+                    top = e.retrieve(f"{it.text if with_case else it.stem} {o}", 5, ex)[:1]
+                    named[letter] = any(o in h.text for h in top)
+                for letter, v in named.items():
+                    if letter in it.answer:
+                        gold, gold_n = gold + v, gold_n + 1
+                    else:
+                        other, other_n = other + v, other_n + 1
+                only += sum(named.values()) == 1 and any(named[x] for x in it.answer)
+            lines.append(f"| {label} | {gold / gold_n:.1%} | {other / other_n:.1%} | {only} of {len(items)} |")
+    finally:
+        idx.close()
+    (ROOT / "bench" / "results" / "tcm-options.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
 
 
 def retrieval() -> None:
@@ -446,7 +488,7 @@ def _pair_lines(got: dict[str, dict[str, dict[str, dict]]], labels: tuple[str, s
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("phase", choices=["split", "index", "match", "retrieval", "run", "dev", "tune", "report"])
+    ap.add_argument("phase", choices=["split", "index", "match", "retrieval", "run", "dev", "tune", "report", "options"])
     ap.add_argument("--variants", default="")
     ap.add_argument("--kinds", default="CVR,FKU,KHC")
     ap.add_argument("--methods", default="direct,vanilla_rag,tcm_diffrag")
@@ -457,7 +499,8 @@ def main() -> None:
                     help="run: loglik option scores, or generated answers with a chain of thought")
     args = ap.parse_args()
     {"split": lambda: split(), "index": lambda: index(), "match": lambda: match(), "retrieval": lambda: retrieval(), "run": lambda: run(args),
-     "dev": lambda: dev(args), "tune": lambda: tune(args), "report": lambda: report()}[
+     "dev": lambda: dev(args), "tune": lambda: tune(args), "report": lambda: report(),
+     "options": lambda: options_probe()}[
         args.phase]()
 
 
