@@ -142,7 +142,8 @@ def replay(rows: list[dict], c) -> dict:
     """The trust metrics of the selection with config ``c`` over collected rows (the omission and
     grounded precision of :mod:`medr2.eval.trust`, from the passages' stored holds flags)."""
     from medr2.apply.answer import EvidenceItem
-    from medr2.apply.recommend import Recommender, as_answer
+    from medr2.apply.recommend import Recommender
+    from medr2.apply.recommend_answer import as_answer
     from medr2.appraise.recommendations import Statement
     from medr2.eval.trust import conflicts
 

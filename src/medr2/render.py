@@ -40,7 +40,7 @@ def answer_lines(res, explain: bool) -> Iterator[str]:
         yield f"Query: {res.reformulation.get('query')} ({res.reformulation.get('method')})"
     flag = "  [INSUFFICIENT EVIDENCE]" if res.insufficient else ""
     from medr2.apply.judge import JUDGED
-    from medr2.apply.recommend import EXTRACTIVE, QUOTED
+    from medr2.apply.recommend_answer import EXTRACTIVE, QUOTED
 
     quoted = res.method in (EXTRACTIVE, QUOTED, JUDGED)  # the answer is the list of recommendations
     sep = "\n" if quoted and not res.insufficient else " "

@@ -117,3 +117,21 @@ def test_an_abstention_on_passage_relevance_asks_the_judge_nothing():
     abstained = as_judged(Answer("Insufficient evidence: ...", insufficient=True,
                                  notes=["no LLM: recommendation answer (medr2.apply.recommend); abstained"]), "judge:fake")
     assert abstained.notes == ["quote mode: recommendation answer (medr2.apply.recommend); abstained"]
+
+
+def test_a_judge_that_fails_hands_the_choice_to_the_fallback_with_a_note():
+    from medr2.llm.base import LLMError
+
+    def no_logprobs(question, texts):
+        raise LLMError("this endpoint cannot score continuations")
+
+    ev = [EvidenceItem(**{**e.__dict__, "relevance": 0.8}) for e in EV]
+    plain = Recommender(RecommendConfig(), None)  # the extractive selection: term overlap here
+    ra = Recommender(judged_config(), never, judge=no_logprobs, fallback=plain).answer(QUESTION, ev)
+    assert not ra.judged and [x.passage_id for x in ra.recommendations] == ["p-quinine"]
+    assert ra.answer.notes[-1].startswith("quote mode: the generator could not judge the statements "
+                                          "(this endpoint cannot score continuations); they were chosen by term overlap")
+    judged = Recommender(judged_config(), never, judge=StatementJudge(YesWhereLLM("quinine")), fallback=plain)
+    assert judged.answer(QUESTION, ev).judged
+    with pytest.raises(LLMError):  # without a fallback the error is the caller's to report
+        Recommender(judged_config(), never, judge=no_logprobs).answer(QUESTION, ev)

@@ -4,7 +4,8 @@ strength, coverage of the question's parts, abstention, and the extractive answe
 import numpy as np
 
 from medr2.apply.answer import EvidenceItem
-from medr2.apply.recommend import Recommender, as_answer, near_duplicate, question_parts
+from medr2.apply.recommend import Recommender, near_duplicate, question_parts
+from medr2.apply.recommend_answer import as_answer
 from medr2.config import RecommendConfig
 
 QUESTION = "Should quinine be used for muscle cramps, and what else can be tried?"

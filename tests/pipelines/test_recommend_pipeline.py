@@ -269,3 +269,41 @@ def test_in_quote_mode_the_generator_judges_and_the_answer_quotes():
     assert p.quoting and p.coarse_k() >= e.config.recommend.extractive_k
     text = "\n".join(answer_lines(res, explain=False))
     assert "Recommendations that apply" not in text  # the answer is the list: not printed twice
+
+
+class NoLogprobsLLM(JudgingLLM):
+    """Plumbing fake generator of a server that gives no token log-probabilities."""
+
+    def continuation_logprobs(self, prompt, continuation):
+        from medr2.llm.base import LLMError
+
+        raise LLMError("this endpoint cannot score continuations")
+
+
+def test_in_quote_mode_a_generator_without_logprobs_leaves_the_choice_to_the_extractive_selection():
+    from medr2.apply.judge import StatementJudge
+    from medr2.apply.recommend_answer import EXTRACTIVE
+
+    e = engine([GUIDE, FLU])
+    e.config.recommend.llm_answer = "quote"
+    e.generator = llm = NoLogprobsLLM()
+    e.recommender = Recommender(e.config.recommend.for_judge(), None, judge=StatementJudge(llm),
+                                fallback=Recommender(e.config.recommend, None))
+    res = Pipeline(e, "vanilla_rag").run(Q)
+    assert res.method == EXTRACTIVE and res.recommendations and not res.insufficient
+    assert "the generator could not judge the statements" in " ".join(res.notes)
+
+
+def test_the_engine_gives_quote_mode_a_judge_and_the_extractive_selection_behind_it():
+    from types import SimpleNamespace
+
+    from medr2.pipelines.engine import Engine
+
+    cfg = Config()
+    cfg.recommend.llm_answer, cfg.recommend.max_items, cfg.recommend.judge_max_items = "quote", 4, 2
+    fake = SimpleNamespace(config=cfg, searcher=SimpleNamespace(reranker=None), index=SimpleNamespace(config=cfg),
+                           previous_texts=lambda ids: {}, next_texts=lambda ids: {}, generator=object(),
+                           reranker_reads=lambda text: True)
+    r = Engine._recommender(fake)
+    assert r.judge is not None and r.c.max_items == 2
+    assert r.fallback.judge is None and r.fallback.c.max_items == 4

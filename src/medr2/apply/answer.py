@@ -171,7 +171,7 @@ class CitedAnswerer:
                graph: Optional[str] = None, recommendations: Optional[str] = None) -> Answer:
         """``graph``: the tier-conditioned knowledge-graph block (:mod:`medr2.apply.kg_prompt`);
         ``recommendations``: the applicable guideline recommendations, the structure the answer
-        is to follow (:func:`medr2.apply.recommend.prompt_block`)."""
+        is to follow (:func:`medr2.apply.recommend_answer.prompt_block`)."""
         from medr2.apply.prompts import answer_messages
 
         if not evidence:

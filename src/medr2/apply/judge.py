@@ -57,7 +57,7 @@ JUDGED = "judged-recommendations"
 
 
 def as_judged(ans: Answer, judge: str) -> Answer:
-    """The extractive answer of a judged selection (:func:`medr2.apply.recommend.as_answer`),
+    """The extractive answer of a judged selection (:func:`medr2.apply.recommend_answer.as_answer`),
     marked as such: its method, and notes that name the judge (or the mode, on an abstention)
     instead of "no LLM"."""
     ans.method = JUDGED

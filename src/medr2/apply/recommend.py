@@ -45,31 +45,22 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from medr2.apply.answer import Answer, EvidenceItem
+from medr2.apply.answer import EvidenceItem
 from medr2.apply.focus import content_words, overlap_scores
 from medr2.appraise.recommendations import (Statement, advice_section, continued, extract, header_grade, lead_items,
                                              section_heading)
+from medr2.apply.recommend_answer import RecommendationAnswer, as_answer
 from medr2.config import RecommendConfig
+from medr2.llm.base import LLMError
 from medr2.schema import Recommendation
 
 Scorer = Callable[[str, list[str]], np.ndarray]  # (question, texts) -> calibrated relevance
 _PART = re.compile(r"\?\s*|[;,]?\s+(?:and|or|but)\s+(?=(?:what|which|how|when|where|why|who|should|is|are|does|do|"
                    r"can|could|would|will|must)\b)", re.I)
-
-
-@dataclass
-class RecommendationAnswer:
-    recommendations: list[Recommendation]
-    parts: list[str]  # the parts of the question
-    uncovered: list[str]  # parts no chosen recommendation covers
-    insufficient: bool
-    searched: int  # statements considered
-    answer: Answer = field(default_factory=lambda: Answer(""))
 
 
 def question_parts(question: str) -> list[str]:
@@ -131,7 +122,8 @@ class Recommender:
                  previous: Optional[Callable[[list[str]], dict[str, list[str]]]] = None,
                  similarity: Optional[Scorer] = None,
                  following: Optional[Callable[[list[str]], dict[str, list[tuple[str, str]]]]] = None,
-                 reads: Optional[Callable[[str], bool]] = None, judge: Optional[Scorer] = None):
+                 reads: Optional[Callable[[str], bool]] = None, judge: Optional[Scorer] = None,
+                 fallback: Optional["Recommender"] = None):
         """``scorer``: calibrated relevance of texts to a question (medr2's cross-encoder), or None
         for term overlap. ``previous``: for the passage ids given, the texts before each in its
         document under the same headings (nearest last), for a list header's grade and the section
@@ -144,9 +136,16 @@ class Recommender:
         (medr2.search.rerank: its vocabulary knows most of the question's word pieces); a question it
         cannot read is scored by term overlap, with the overlap's floors. ``judge``: the generator's
         P("yes") that a statement (after its section heading) answers the question
-        (medr2.apply.judge), read in place of ``scorer``; coverage then reads term overlap."""
+        (medr2.apply.judge), read in place of ``scorer``; coverage then reads term overlap.
+        ``fallback``: the selection used, with a note, when the judge fails (a generator that gives
+        no token log-probabilities); None lets the judge's LLMError through."""
         self.c, self.scorer, self.previous, self.similarity = config, scorer, previous, similarity
-        self.following, self.reads, self.judge = following, reads, judge
+        self.following, self.reads, self.judge, self.fallback = following, reads, judge, fallback
+
+    @property
+    def overlap_only(self) -> bool:
+        """Relevance is term overlap alone: neither a judge nor a cross-encoder is read."""
+        return self.scorer is None and self.judge is None
 
     def candidates(self, evidence: Sequence[EvidenceItem]) -> list[tuple[EvidenceItem, Statement]]:
         read = [(e, extract(e.text)) for e in evidence if advice_section(e.heading_path)]
@@ -198,7 +197,7 @@ class Recommender:
         """The two parts :meth:`mix` weighs: the judge's or else the cross-encoder's relevance (None
         without either) and the term overlap, each over the same (title, statement, section) texts."""
         if not texts:
-            return (None if self.scorer is None and self.judge is None else np.zeros(0)), np.zeros(0)
+            return (None if self.overlap_only else np.zeros(0)), np.zeros(0)
         read = [with_section(sec, st) for _, st, sec in texts]  # each statement after its section heading
         overlap = overlap_scores(question, read)
         if self.judge is not None:
@@ -229,9 +228,9 @@ class Recommender:
         parts = question_parts(question) or [question]
         if not cands:
             return RecommendationAnswer([], parts, parts, True, 0)
-        if best_passage is None or (self.scorer is None and self.judge is None):
+        if best_passage is None or self.overlap_only:
             rel = rel() if callable(rel) else rel
-        if self.scorer is None and self.judge is None:
+        if self.overlap_only:
             abstain, floor = float(rel.max()) < c.overlap_abstain_below, c.overlap_min_relevance
         elif best_passage is not None:
             abstain = best_passage < c.abstain_below
@@ -332,7 +331,7 @@ class Recommender:
             for r in recs:
                 r.covers = list(parts)
             return
-        if self.scorer is not None and self.judge is None and recs:
+        if self.judge is None and not self.overlap_only and recs:
             texts = [(r.title, r.statement, r.section) for r in recs]
             for p in parts:
                 for r, x in zip(recs, self.mix(p, texts)):
@@ -352,99 +351,16 @@ class Recommender:
         cands = self.candidates(evidence)
         rels = [e.relevance for e in evidence if e.relevance is not None]
         best = max(rels) if rels else None
-        ra = self.choose(question, cands, lambda: self.relevance(question, cands), best,
-                         lambda: self.best_similarity(question, cands))
-        ra.answer = as_answer(ra, len(evidence))
+        try:
+            ra = self.choose(question, cands, lambda: self.relevance(question, cands), best,
+                             lambda: self.best_similarity(question, cands))
+        except LLMError as err:
+            if self.judge is None or self.fallback is None:
+                raise
+            ra = self.fallback.answer(question, evidence)
+            how = "the cross-encoder" if self.fallback.scorer is not None else "term overlap"
+            ra.answer.notes.append(f"quote mode: the generator could not judge the statements ({err}); they were "
+                                   f"chosen by {how}, as without a generator")
+            return ra
+        ra.answer, ra.judged = as_answer(ra, len(evidence)), self.judge is not None
         return ra
-
-
-# Answer.method of an answer that is the quoted list of recommendations: without a generator, and
-# when the generator's answer only pointed at them (quote_instead)
-EXTRACTIVE, QUOTED = "extractive-recommendations", "llm+quoted-recommendations"
-
-
-def grade_label(r: Recommendation) -> str:
-    if r.grade:
-        return f"{r.grade}; {r.strength}" if r.strength and r.strength.lower() not in r.grade.lower() else r.grade
-    return "ungraded"
-
-
-def quoted_label(r: Recommendation) -> str:
-    """The label before a quoted statement: its strength alone when the quote already shows
-    the grade as written, else :func:`grade_label`."""
-    if r.grade and r.grade.lower() in r.statement.lower():
-        return r.strength or "graded"
-    return grade_label(r)
-
-
-def as_answer(ra: RecommendationAnswer, n_passages: int) -> Answer:
-    """The extractive answer: each recommendation quoted with its grade and citation."""
-    if ra.insufficient:
-        what = (f"{ra.searched} recommendation(s) in {n_passages} passage(s) were read"
-                if ra.searched else f"{n_passages} passage(s) were read")
-        return Answer("Insufficient evidence: the passages found do not contain a guideline recommendation that "
-                      f"applies to this question ({what}).",
-                      "", [], [], True, EXTRACTIVE,
-                      ["no LLM: recommendation answer (medr2.apply.recommend); abstained"], uncovered=list(ra.parts))
-    # the grade leads, so it reads as part of the quote's first sentence, not as a claim of its own
-    lines = [f"- [{quoted_label(r)}] {r.statement} [{r.n}]" for r in ra.recommendations]
-    if ra.uncovered:
-        lines.append("These recommendations do not cover: " + " / ".join(f'"{p}"' for p in ra.uncovered) + ".")
-    cited = list(dict.fromkeys(r.n for r in ra.recommendations))
-    ids = list(dict.fromkeys(r.passage_id for r in ra.recommendations))
-    cont = [f"[{r.n}]'s list items from {', '.join(r.continued_in)}" for r in ra.recommendations if r.continued_in]
-    return Answer("\n".join(lines), "", ids, cited, False, EXTRACTIVE,
-                  [f"no LLM: {len(ra.recommendations)} applicable recommendation(s) of {ra.searched} read, quoted "
-                   "with their grades (medr2.apply.recommend)"]
-                  + [f"a list's lead-in ends its passage: {'; '.join(cont)} (the passages after it)"] * bool(cont),
-                  recommendations=list(ra.recommendations), uncovered=list(ra.uncovered))
-
-
-# Words that name the recommendations instead of saying what they say (ours).
-_POINTERS = frozenset("""guideline guidelines recommendation recommendations recommend recommends recommended
-apply applies applicable evidence passage passages statement statements both all above following listed given
-these those answer question""".split())
-
-
-def states_nothing(answer: str, question: str) -> bool:
-    """The generated answer only points at the recommendations: it names them ("guideline",
-    "recommendations", "apply"...) and, beside the question's own words, holds nothing else (a
-    1.5B model told to "answer with these recommendations" writes "The guideline recommendations
-    apply."). An answer in the question's own words alone ("Metformin can be used ...") is a
-    verdict, and is kept.
-
-    >>> states_nothing("The guideline recommendations [3] and [5] both apply.", "Can metformin be used at an eGFR of 35?")
-    True
-    >>> states_nothing("Metformin can be continued at a reduced dose [2].", "Can metformin be used at an eGFR of 35?")
-    False
-    >>> states_nothing("Metformin can be used at an eGFR of 35.", "Can metformin be used at an eGFR of 35?")
-    False
-    """
-    words = content_words(answer)
-    return bool(words & _POINTERS) and not (words - content_words(question) - _POINTERS)
-
-
-def quote_instead(ans: Answer, ra: RecommendationAnswer, n_passages: int) -> Answer:
-    """The answer when the generator's :func:`states_nothing`: the applicable recommendations
-    quoted with their grades (:func:`as_answer`), the model's rationale kept, and a note saying
-    what was replaced."""
-    quoted = as_answer(ra, n_passages)
-    note = (f'the generator\'s answer ("{ans.answer[:120]}") named the recommendations without stating them: '
-            "they are quoted instead")
-    return Answer(quoted.answer, ans.rationale, quoted.citations, quoted.cited, quoted.insufficient,
-                  QUOTED, [note, *ans.notes], list(ra.recommendations), list(ra.uncovered))
-
-
-def prompt_block(ra: RecommendationAnswer) -> str:
-    """The recommendations as the generator is shown them: one line each, citation first.
-
-    >>> from medr2.schema import Recommendation
-    >>> ra = RecommendationAnswer([Recommendation(n=2, passage_id="p", statement="Offer X.", grade="Level A",
-    ...                            strength="strong")], ["Offer X?"], [], False, 1)
-    >>> prompt_block(ra)
-    '[2] (Level A; strong) Offer X.'
-    """
-    lines = [f"[{r.n}] ({grade_label(r)}) {r.statement}" for r in ra.recommendations]
-    if ra.uncovered:
-        lines.append("No recommendation covers: " + "; ".join(ra.uncovered))
-    return "\n".join(lines)

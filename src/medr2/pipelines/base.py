@@ -21,7 +21,7 @@ from medr2.apply.gate import (GateDecision, agree_decision, decide, decide_gener
                               skip_loglik, use_decision)
 from medr2.apply.loglik import LoglikAnswerer
 from medr2.apply.judge import as_judged
-from medr2.apply.recommend import prompt_block, quote_instead, states_nothing
+from medr2.apply.recommend_answer import prompt_block, quote_instead, states_nothing
 from medr2.apply.prompts import draft_messages
 from medr2.formulate.formulator import Formulation, query_text
 from medr2.formulate.language import language_refusal, question_language, target_language
@@ -186,7 +186,8 @@ class Method:
         if ra is not None and self.engine.generator is None:
             return ra.answer  # the extractive path: the applicable recommendations are the answer
         if ra is not None and self.quoting:
-            return as_judged(ra.answer, getattr(self.engine.recommender.judge, "name", "the generator"))
+            judge = getattr(self.engine.recommender.judge, "name", "the generator")
+            return as_judged(ra.answer, judge) if ra.judged else ra.answer  # not judged: the fallback's note says why
         give = self.engine.config.recommend.prompt
         block = prompt_block(ra) if (give and ra is not None and ra.recommendations) else None
         with stage("generate"):

@@ -78,7 +78,7 @@ class Engine:
         c = self.config.recommend
         if not c.enabled:
             return None
-        judge = None
+        judge, plain = None, c
         if self.generator is not None and c.llm_answer == "quote":  # the generator judges, the answer quotes
             c, judge = c.for_judge(), StatementJudge(self.generator)
         elif self.generator is not None:
@@ -95,7 +95,10 @@ class Engine:
             def similarity(question, texts):
                 enc = self.index.encoder
                 return enc.encode_passages(texts) @ enc.encode_query(question)
-        return Recommender(c, scorer, self.previous_texts, similarity, self.next_texts, self.reranker_reads, judge)
+        parts = (scorer, self.previous_texts, similarity, self.next_texts, self.reranker_reads)
+        # a generator that cannot score " yes" (no token log-probabilities): the extractive selection, noted
+        fallback = Recommender(plain, *parts) if judge is not None else None
+        return Recommender(c, *parts, judge=judge, fallback=fallback)
 
     def previous_texts(self, passage_ids: list[str]) -> dict[str, list[str]]:
         """For each passage, the texts before it in its document's part under the same headings
