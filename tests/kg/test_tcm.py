@@ -13,7 +13,7 @@ from medr2.eval.runner import load_questions
 from medr2.index.index import Index
 from medr2.ingest.loaders.base import LoadError
 from medr2.ingest.loaders.corpora import sniff
-from medr2.ingest.loaders.tcmbench import grouped, read_tcmbench
+from medr2.ingest.loaders.tcmbench import grouped, read_tcmbench, split_options
 from medr2.kg.build import open_kg
 from medr2.kg.tcm import (Case, CaseMatcher, TermIndex, aspect, case_path, cases_from_kg, definition_match, findings,
                           similarity, tcm_case)
@@ -51,6 +51,21 @@ def test_tcmbench_errors_name_the_record(tmp_path):
         list(read_tcmbench(bad))
     with pytest.raises(DatasetError, match="example 1"):
         load_questions(str(bad), None)
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"type": "FKU", "prefix_prompt": "", "example": [
+        {"question": "问？\nA．甲\nB．乙\nC．丙", "answer": x} for x in (["Ａ", "C"], "A,C", "AC")]},
+        ensure_ascii=False), encoding="utf-8")
+    assert [it.answer for it in read_tcmbench(good)] == ["AC", "AC", "AC"]
+
+
+def test_options_in_full_width_letters_or_on_one_line_are_read():
+    assert split_options("证属（  ）。\nＡ．肝火上炎\nＢ．肝阳上亢") == ("证属（  ）。", {"A": "肝火上炎", "B": "肝阳上亢"})
+    # one line: the marks must run A, B, C in order; a letter inside a word is no mark
+    assert split_options("维生素A缺乏可见（  ） A．夜盲 B．口渴 C．便溏") == (
+        "维生素A缺乏可见（  ）", {"A": "夜盲", "B": "口渴", "C": "便溏"})
+    assert split_options("证属（  ）。 A．肝火上炎") == ("证属（  ）。 A．肝火上炎", {})  # one option is none
+    # lines win over inline marks: an option line's text may hold a letter
+    assert split_options("问（ ）\nA．B超 检查\nB．CT")[1] == {"A": "B超 检查", "B": "CT"}
 
 
 def test_eval_reads_tcmbench_files(world):

@@ -58,9 +58,20 @@ class TCMItem:
         return "；".join(self.options.get(x, x) for x in self.answer)
 
 
+_WIDE = str.maketrans({chr(0xFF21 + i): chr(0x41 + i) for i in range(10)})  # "Ａ" -> "A"
+_INLINE = re.compile(r"(?:(?<=\s)|^)([A-J])\s*[．.、:：)）]\s*")
+
+
 def split_options(block: str) -> tuple[str, dict[str, str]]:
-    """The text before the first option line, and the options ("A．..." lines)."""
+    """The text before the first option line, and the options ("A．..." lines; full-width letters
+    read as ASCII). Options written on one line ("... A．目赤 B．溲赤 C．便干") are read when no line
+    opens with one, provided they run A, B, C... in order.
+
+    >>> split_options("其证型是（  ）。 A．肝火上炎 B．肝阳上亢")
+    ('其证型是（  ）。', {'A': '肝火上炎', 'B': '肝阳上亢'})
+    """
     stem, opts = [], {}
+    block = block.translate(_WIDE)
     for line in block.splitlines():
         m = _OPTION.match(line)
         if m and (opts or m.group(1) == "A"):
@@ -70,12 +81,33 @@ def split_options(block: str) -> tuple[str, dict[str, str]]:
             opts[last] = f"{opts[last]}{line.strip()}"
         elif not opts:
             stem.append(line)
+    if not opts:
+        return inline_options(block)
     return "\n".join(s for s in stem if s.strip()).strip(), opts
+
+
+def inline_options(block: str) -> tuple[str, dict[str, str]]:
+    """Options on one line: the letter marks that run A, B, C... in order from the last "A"
+    mark; ({}) when there are fewer than two."""
+    marks = list(_INLINE.finditer(block))
+    starts = [i for i, m in enumerate(marks) if m.group(1) == "A"]
+    for start in reversed(starts):
+        run = [marks[start]]
+        for m in marks[start + 1:]:
+            if ord(m.group(1)) == ord(run[-1].group(1)) + 1:
+                run.append(m)
+        if len(run) >= 2:
+            ends = [m.start() for m in run[1:]] + [len(block)]
+            opts = {m.group(1): block[m.end():e].strip() for m, e in zip(run, ends)}
+            if all(opts.values()):
+                return block[:run[0].start()].strip(), opts
+    return block.strip(), {}
 
 
 def _answer(value: Any, where: str, options: dict[str, str]) -> str:
     letters = value if isinstance(value, list) else [value]
-    got = "".join(sorted({str(x).strip().upper() for x in letters if str(x).strip()}))
+    got = "".join(sorted({c for x in letters for c in str(x).translate(_WIDE).upper() if not c.isspace()
+                          and c not in ",，、;；"}))  # ["A", "B"], "AB", "A,B", "Ａ"
     if not got or any(x not in options for x in got):
         raise LoadError(f"{where}: the answer {value!r} is not among the options {sorted(options)}")
     return got
