@@ -4,6 +4,7 @@
     python bench/guideline_judge.py score    # P("yes") of every statement of the collected dev rows (resumable)
     python bench/guideline_judge.py grid     # the judge_* selection chosen on dev by replay; writes the table
     python bench/guideline_judge.py report   # medr2 eval trust --llm local in quote mode, passage mode, report split
+    python bench/guideline_judge.py modes    # write against quote, product runs on the dev split (the default's choice)
 
 ``score`` reads the dev rows that ``bench/guideline.py collect --dev-only --tag=-s24`` stored
 (each statement with its section heading) and asks the bundled generator, through the product's
@@ -151,11 +152,70 @@ def report(args) -> None:
     print(text)
 
 
+# The rule that decides recommend.llm_answer's default with a generator, written before either dev
+# run (2026-12-08): "quote" becomes the default when, on the dev split's product runs, its
+# omission + (1 - grounded precision) + conflicts + unsupported is lower than "write"'s and its
+# abstention - false abstention is not lower; otherwise "write" stays.
+def modes_rule(write: dict, quote: dict) -> tuple[bool, str]:
+    def cost(s):
+        return s["omission"] + (1 - (s["grounded_precision"] or 0)) + s["conflict_rate"] + s["unsupported"]
+
+    def margin(s):
+        return (s["abstention_rate"] or 0) - s["insufficient_rate"]
+    adopt = cost(quote) < cost(write) and margin(quote) >= margin(write)
+    return adopt, (f"cost write {cost(write):.3f}, quote {cost(quote):.3f}; abstention - false abstention "
+                   f"write {margin(write):.3f}, quote {margin(quote):.3f}")
+
+
+def modes(args) -> None:
+    """The product runs (``medr2 eval trust --llm local``, passage mode) of both generator answers on
+    the dev split's answerable questions and its first 11 unanswerable ones (the 25 added for the
+    abstention thresholds left out, for time), paired; :func:`modes_rule` decides."""
+    from eval import medr2, trust_index
+
+    from medr2.eval.trust import summarize
+
+    a, u = G.load(G.QUESTIONS), G.load(G.UNANSWERABLE)
+    qs = [q for q in a if q["id"] in G.dev_ids(a)] + [q for q in u if q["id"] in G.dev_ids(u)]
+    qfile = G.OUT / "questions-dev.jsonl"
+    qfile.write_text("".join(json.dumps(q) + "\n" for q in qs), encoding="utf-8")
+    got = {}
+    for mode in ("quote", "write"):
+        conf = G.OUT / f"mode-{mode}.toml"
+        conf.write_text((ROOT / "bench" / "eval.toml").read_text(encoding="utf-8")
+                        + f'\n[recommend]\nllm_answer = "{mode}"\n', encoding="utf-8")
+        out = G.RESULTS / "eval" / "trust" / f"modes-dev-{mode}"
+        subprocess.check_call(medr2("eval", "trust", "--questions", str(qfile), "--index", str(trust_index()),
+                                    "--llm", "local", "--config", str(conf), "--out", str(out), "--mode", "passage"))
+        got[mode] = {json.loads(f.read_text())["id"]: json.loads(f.read_text())
+                     for f in sorted((out / "passage").glob("*.json"))}
+    ids = sorted(set(got["write"]) & set(got["quote"]))
+    sums = {m: summarize([got[m][i] for i in ids]) for m in got}
+    pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+    lines = ["| dev split, passage mode | N | omission | grounded precision | unsupported | conflicts | "
+             "false abstention | N unanswerable | abstention | median s |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for m in ("write", "quote"):
+        s = sums[m]
+        secs = sorted(r.get("seconds") or 0 for r in (got[m][i] for i in ids))
+        lines.append(f"| {m} | {s['n']} | {pct(s['omission'])} | {pct(s['grounded_precision'])} | "
+                     f"{pct(s['unsupported'])} | {pct(s['conflict_rate'])} | {pct(s['insufficient_rate'])} | "
+                     f"{s['n_unanswerable']} | {pct(s['abstention_rate'])} | {secs[len(secs) // 2]:.1f} |")
+    om = {m: {i: got[m][i]["metrics"]["omission"] for i in ids if not got[m][i].get("unanswerable")} for m in got}
+    better = sum(om["quote"][i] < om["write"][i] for i in om["quote"])
+    worse = sum(om["quote"][i] > om["write"][i] for i in om["quote"])
+    adopt, why = modes_rule(sums["write"], sums["quote"])
+    lines += ["", f"omission, quote against write: {better} questions better, {worse} worse",
+              f"rule (written before the runs): {why} -> {'quote' if adopt else 'write'} as the default"]
+    text = "\n".join(lines) + "\n"
+    (G.RESULTS / "guideline-judge" / "modes-dev.md").write_text(text, encoding="utf-8")
+    print(text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("phase", choices=["score", "grid", "report"])
+    ap.add_argument("phase", choices=["score", "grid", "report", "modes"])
     args = ap.parse_args()
-    {"score": score, "grid": grid, "report": report}[args.phase](args)
+    {"score": score, "grid": grid, "report": report, "modes": modes}[args.phase](args)
 
 
 if __name__ == "__main__":
