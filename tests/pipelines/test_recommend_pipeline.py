@@ -307,3 +307,30 @@ def test_the_engine_gives_quote_mode_a_judge_and_the_extractive_selection_behind
     r = Engine._recommender(fake)
     assert r.judge is not None and r.c.max_items == 2
     assert r.fallback.judge is None and r.fallback.c.max_items == 4
+
+
+def test_in_quote_mode_evidence_without_recommendations_is_written_from_the_generator_window():
+    """Quote mode packs every appraised passage for the judge; when none holds a recommendation the
+    model writes the answer, from the window a written answer has (not from every passage)."""
+    from medr2.apply.answer import CitedAnswerer
+    from medr2.apply.judge import StatementJudge
+    from medr2.pipelines.base import UNLIMITED_WINDOW
+
+    plain = [hit(f"t{i}", "book", 0.9 - i / 100, f"Metformin fact {i}. " + "word " * 120) for i in range(8)]
+    e = engine(plain)
+    e.config.recommend.llm_answer = "quote"
+    e.config.gate.enabled = False
+    e.config.apply.context_tokens = 400
+    e.generator = llm = RecordingLLM()
+    llm.count_tokens = lambda text: len(text.split())
+    e.answerers = {cot: CitedAnswerer(llm, cot) for cot in (True, False)}
+    e.recommender = Recommender(e.config.recommend.for_judge(), None, judge=StatementJudge(llm))
+    p = Pipeline(e, "vanilla_rag")
+    res = p.run(Q)
+    assert res.method == "llm" and not p.quoting and len(llm.prompts) == 1
+    kept = [r for r in res.evidence if r.kept]
+    assert 0 < len(kept) < len(plain) and [r.n for r in kept] == list(range(1, len(kept) + 1))
+    assert any(r.reason.startswith("outside the context window (w = ") for r in res.evidence)
+    assert all(f"Metformin fact {int(r.passage_id[1:])}." in llm.prompts[0] for r in kept)
+    assert res.rounds[0].context_ids == [r.passage_id for r in kept]
+    assert p.budget() != UNLIMITED_WINDOW

@@ -66,6 +66,7 @@ class Method:
         self.anchor: Optional[str] = None
         self.question = ""  # the question being answered (the sentence focus reads it)
         self.quoting = False  # a free-text question answered by the judged, quoted list (recommend.llm_answer)
+        self._recommended = None  # (question and evidence, its recommendation answer): read once
         # what the model gives without evidence, once per question (see ``without_evidence``)
         self._own: dict[tuple, Any] = {}
         if rounds is not None and rounds > 1 and not self.iterate:
@@ -83,7 +84,7 @@ class Method:
         self.anchor = None
         question = validate_query(question, cfg.query.max_question_chars, "query.max_question_chars")
         self.question = question
-        self._own = {}
+        self._own, self._recommended = {}, None
         options = validate_options(options)
         r = cfg.recommend
         self.quoting = not options and r.enabled and r.llm_answer == "quote" and e.generator is not None
@@ -246,8 +247,11 @@ class Method:
         decide whether (and how much) the evidence is used; ``res.gate`` and ``res.evidence_used``
         say what was decided and why."""
         g = self.engine.config.gate
-        if self.quoting:  # the judged, quoted list abstains by its own rule (medr2.apply.recommend)
-            return self.generate(question, options, evidence)
+        if self.quoting:
+            if evidence and self.recommend(question, evidence) is not None:
+                # the judged, quoted list abstains by its own rule (medr2.apply.recommend)
+                return self.generate(question, options, evidence)
+            evidence = self.unquote(rows)  # no recommendation to quote: the model writes, behind the gate
         if g.enabled and not evidence and options and self.engine.generator is not None and not self.use_loglik(options):
             # nothing passed appraisal: a multiple-choice question still gets the model's own answer
             # (do no harm), uncited, and says why (a free-text one is answered "insufficient evidence")
@@ -343,13 +347,26 @@ class Method:
     def recommend(self, question: str, evidence: list[EvidenceItem]):
         """The recommendation answer (medr2.apply.recommend) of a free-text question whose
         evidence holds guideline recommendations; None when it holds none or ``[recommend]`` is
-        off."""
+        off. Read once per question and evidence (quote mode asks before it answers)."""
         rec = self.engine.recommender
         if rec is None:
             return None
-        with stage("recommend"):
-            ra = rec.answer(question, evidence)
-        return ra if ra.searched else None
+        key = (question, tuple((x.passage_id, x.n) for x in evidence))
+        if self._recommended is None or self._recommended[0] != key:
+            with stage("recommend"):
+                ra = rec.answer(question, evidence)
+            self._recommended = (key, ra if ra.searched else None)
+        return self._recommended[1]
+
+    def unquote(self, rows: list[EvidenceRow]) -> list[EvidenceItem]:
+        """Quote mode found no recommendation to quote in the evidence of a free-text question: the
+        generator writes the answer, so the rows are packed again into its window (quote mode had
+        packed every appraised passage, which no prompt holds) and the mode is off for this question."""
+        self.quoting = False
+        for r in rows:
+            if r.kept or r.reason.startswith("outside the context window"):
+                r.kept, r.n, r.reason, r.focus = False, None, "", None
+        return self.pack(rows)
 
     @staticmethod
     def record_gate(res: AskResult, dec: GateDecision, ans: Answer) -> None:

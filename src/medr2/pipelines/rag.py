@@ -71,7 +71,7 @@ class RAG(Method):
         evidence = self.pack(rows)
         ans = self.gated_generate(question, options, evidence, rows, res)
         ans.notes = notes + ans.notes
-        rec.context_ids = [x.passage_id for x in evidence]
+        rec.context_ids = [r.passage_id for r in rows if r.kept]  # what the answer read (quote mode may repack)
         rec.answer, rec.insufficient = ans.answer, ans.insufficient
         return ans, rows, vecs
 
