@@ -16,6 +16,7 @@ Usage::
 
     python bench/ask_latency.py                      # 8 demo questions, ~25 minutes on 2 cores
     python bench/ask_latency.py --questions 3
+    python bench/ask_latency.py --compare answer --out bench/results/ask-answer-mode   # write / quote
 """
 
 from __future__ import annotations
@@ -37,10 +38,20 @@ sys.path.insert(0, str(ROOT / "src"))
 
 RESULTS = ROOT / "bench" / "results"
 
-SETTINGS = {
-    "before": {"llm": {"grammar": "always", "prefix_store_mb": 0}, "assess": {"repeat_same_passages": False}},
-    "after": {"llm": {}, "assess": {}},
+COMPARISONS = {
+    "speed": {
+        "before": {"llm": {"grammar": "always", "prefix_store_mb": 0}, "assess": {"repeat_same_passages": False}},
+        "after": {"llm": {}, "assess": {}},
+    },
+    # a guideline question's answer with a generator: written from the applicable recommendations, or
+    # the recommendations the model judges to apply, quoted (recommend.llm_answer; the default since
+    # 2026-12-08)
+    "answer": {
+        "write": {"llm": {}, "recommend": {"llm_answer": "write"}},
+        "quote": {"llm": {}, "recommend": {"llm_answer": "quote"}},
+    },
 }
+SETTINGS = COMPARISONS["speed"]
 
 
 def config_text(setting: dict, cache: Path) -> str:
@@ -82,6 +93,7 @@ def ask(question: str, index: Path, cfg: Path, env: dict) -> dict:
     out = json.loads(p.stdout[p.stdout.index("{"):])
     u = out.get("usage", {})
     return {"wall_seconds": round(wall, 2), "answer": out.get("answer"), "citations": out.get("citations"),
+            "method": out.get("method"), "recommendations": len(out.get("recommendations") or []),
             "insufficient": out.get("insufficient"), "rounds": len(out.get("rounds", [])),
             "round_answers": [r.get("answer") for r in out.get("rounds", [])],
             "notes": [n for n in out.get("notes", []) if "repeated" in n],
@@ -93,7 +105,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--questions", type=int, default=8)
     ap.add_argument("--out", type=Path, default=RESULTS / "ask-latency")
+    ap.add_argument("--compare", choices=sorted(COMPARISONS), default="speed",
+                    help="speed: the CPU-speed settings before / after; answer: recommend.llm_answer write / quote")
     args = ap.parse_args()
+    settings = COMPARISONS[args.compare]
+    first, second = list(settings)
 
     from medr2.demo import CORPUS, questions
     from medr2.index.index import Index
@@ -108,7 +124,7 @@ def main() -> int:
     records: list[dict] = []
     for i, q in enumerate(qs, 1):
         rec = {"question": q["question"]}
-        for name, setting in SETTINGS.items():
+        for name, setting in settings.items():
             cfg = work / f"{name}-{i}.toml"
             cfg.write_text(config_text(setting, work / f"llm-cache-{name}-{i}.sqlite"), encoding="utf-8")
             rec[name] = ask(q["question"], index, cfg, env)
@@ -120,24 +136,25 @@ def main() -> int:
     lines = [f"Date {date.today()}; machine: {platform.machine()}, {os.cpu_count()} cores, Python "
              f"{platform.python_version()}", "",
              f"### Cited `medr2 ask` from the shell, demo budget, bundled generator, {len(qs)} demo questions", "",
-             "| # | before s | after s | rounds before / after | same answer | question |", "|---|---:|---:|---|---|---|"]
+             f"| # | {first} s | {second} s | rounds {first} / {second} | same answer | question |", "|---|---:|---:|---|---|---|"]
     for i, r in enumerate(records, 1):
-        b, a = r["before"], r["after"]
+        b, a = r[first], r[second]
         same = "yes" if (b["answer"], b["citations"]) == (a["answer"], a["citations"]) else "**no**"
         lines.append(f"| {i} | {b['wall_seconds']} | {a['wall_seconds']} | {b['rounds']} / {a['rounds']} | {same} | "
                      f"{r['question']} |")
-    for name in SETTINGS:
+    for name in settings:
         w = sorted(r[name]["wall_seconds"] for r in records)
         lines.append(f"\n{name}: median {statistics.median(w):.1f} s, max {w[-1]:.1f} s, mean "
                      f"{statistics.mean(w):.1f} s" + (f" (after the first ask: median {statistics.median(sorted(r[name]['wall_seconds'] for r in records[1:])):.1f} s)"
                                                       if len(records) > 1 else ""))
     changed = [(i, r) for i, r in enumerate(records, 1)
-               if (r["before"]["answer"], r["before"]["citations"]) != (r["after"]["answer"], r["after"]["citations"])]
+               if (r[first]["answer"], r[first]["citations"]) != (r[second]["answer"], r[second]["citations"])]
     if changed:
-        lines.append("\nChanged answers (before -> after):")
+        lines.append(f"\nChanged answers ({first} -> {second}):")
         for i, r in changed:
-            lines.append(f"- {i}: {r['before']['answer']!r} {r['before']['citations']} -> {r['after']['answer']!r} "
-                         f"{r['after']['citations']}; after notes: {r['after']['notes']}")
+            lines.append(f"- {i} ({r[first]['method']} -> {r[second]['method']}): {r[first]['answer']!r} "
+                         f"{r[first]['citations']} -> {r[second]['answer']!r} {r[second]['citations']}; {second} notes: "
+                         f"{r[second]['notes']}")
     text = "\n".join(lines)
     print("\n" + text)
     args.out.parent.mkdir(parents=True, exist_ok=True)

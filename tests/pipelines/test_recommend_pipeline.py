@@ -23,6 +23,7 @@ FLU = hit("g2", "guideline", 0.01, "- Influenza vaccination is recommended every
 def engine(hits, scorer=None):
     cfg = Config()
     cfg.recommend.overlap_weight, cfg.recommend.max_items = 0.0, 5  # the fake cross-encoder alone decides
+    cfg.recommend.llm_answer = "write"  # with a generator the model writes (the quote-mode tests say "quote")
     e = FakeEngine(cfg, hits)
     e.recommender = Recommender(cfg.recommend, scorer or (lambda q, texts: np.asarray(
         [0.9 if "metformin" in t.lower() else 0.02 for t in texts])))
@@ -165,7 +166,7 @@ def test_the_engine_gives_the_generator_path_its_own_selection():
     from medr2.pipelines.engine import Engine
 
     cfg = Config()
-    cfg.recommend.max_items, cfg.recommend.llm_max_items = 4, 2
+    cfg.recommend.max_items, cfg.recommend.llm_max_items, cfg.recommend.llm_answer = 4, 2, "write"
     fake = SimpleNamespace(config=cfg, searcher=SimpleNamespace(reranker=None), index=SimpleNamespace(config=cfg),
                            previous_texts=lambda ids: {}, next_texts=lambda ids: {}, generator=None,
                            reranker_reads=lambda text: True)
@@ -300,7 +301,8 @@ def test_the_engine_gives_quote_mode_a_judge_and_the_extractive_selection_behind
     from medr2.pipelines.engine import Engine
 
     cfg = Config()
-    cfg.recommend.llm_answer, cfg.recommend.max_items, cfg.recommend.judge_max_items = "quote", 4, 2
+    assert cfg.recommend.llm_answer == "quote"  # the default with a generator (dev choice of 2026-12-08)
+    cfg.recommend.max_items, cfg.recommend.judge_max_items = 4, 2
     fake = SimpleNamespace(config=cfg, searcher=SimpleNamespace(reranker=None), index=SimpleNamespace(config=cfg),
                            previous_texts=lambda ids: {}, next_texts=lambda ids: {}, generator=object(),
                            reranker_reads=lambda text: True)
