@@ -336,3 +336,21 @@ def test_in_quote_mode_evidence_without_recommendations_is_written_from_the_gene
     assert all(f"Metformin fact {int(r.passage_id[1:])}." in llm.prompts[0] for r in kept)
     assert res.rounds[0].context_ids == [r.passage_id for r in kept]
     assert p.budget() != UNLIMITED_WINDOW
+
+
+def test_quote_mode_quotes_only_evidence_that_holds_statements_to_quote():
+    """Every pipeline's pack settles it (the graph pipeline calls it before reading its window): the
+    quoted list needs candidate statements, else the model writes from its window."""
+    from medr2.appraise.appraiser import base_rows
+    from medr2.pipelines.base import UNLIMITED_WINDOW
+
+    e = engine([GUIDE])
+    e.config.recommend.llm_answer = "quote"
+    e.generator = RecordingLLM()
+    p = Pipeline(e, "vanilla_rag")
+    p.quote_mode = True
+    p.settle_quoting(base_rows([GUIDE], e.leveler))
+    assert p.quoting and p.budget() == UNLIMITED_WINDOW
+    plain = hit("t1", "book", 0.9, "Metformin is cleared by the kidney. Lactic acidosis is rare.")
+    p.settle_quoting(base_rows([plain], e.leveler))
+    assert not p.quoting and p.budget() != UNLIMITED_WINDOW and p.coarse_k() >= e.config.recommend.extractive_k

@@ -65,8 +65,9 @@ class Method:
         # coarse reranker (set per question by gated_formulate)
         self.anchor: Optional[str] = None
         self.question = ""  # the question being answered (the sentence focus reads it)
-        self.quoting = False  # a free-text question answered by the judged, quoted list (recommend.llm_answer)
-        self._recommended = None  # (question and evidence, its recommendation answer): read once
+        # a free-text question with a generator in quote mode (recommend.llm_answer): the coarse stage
+        # keeps recommend.extractive_k passages; ``quoting`` while the evidence holds statements to quote
+        self.quote_mode = self.quoting = False
         # what the model gives without evidence, once per question (see ``without_evidence``)
         self._own: dict[tuple, Any] = {}
         if rounds is not None and rounds > 1 and not self.iterate:
@@ -84,10 +85,10 @@ class Method:
         self.anchor = None
         question = validate_query(question, cfg.query.max_question_chars, "query.max_question_chars")
         self.question = question
-        self._own, self._recommended = {}, None
+        self._own = {}
         options = validate_options(options)
         r = cfg.recommend
-        self.quoting = not options and r.enabled and r.llm_answer == "quote" and e.generator is not None
+        self.quote_mode = self.quoting = not options and r.enabled and r.llm_answer == "quote" and e.generator is not None
         usage = Usage()
         res = AskResult(question=question, options=options, pipeline=self.name, models=e.model_names())
         t0 = time.perf_counter()
@@ -147,7 +148,7 @@ class Method:
         passages); the same for a free-text question when the generator only judges the statements
         (``recommend.llm_answer = "quote"``)."""
         cfg = self.engine.config
-        if (self.engine.generator is None or self.quoting) and cfg.recommend.enabled:
+        if (self.engine.generator is None or self.quote_mode) and cfg.recommend.enabled:
             return max(cfg.appraise.coarse_k, cfg.recommend.extractive_k)
         return cfg.appraise.coarse_k
 
@@ -159,7 +160,18 @@ class Method:
             return UNLIMITED_WINDOW
         return evidence_budget(self.engine.config, self.engine.generator)
 
+    def settle_quoting(self, rows: list[EvidenceRow]) -> None:
+        """In quote mode, whether this evidence is answered by the quoted list: only when its rows hold
+        a statement the recommender would read (its candidates); otherwise the model writes the
+        answer, from its own window, as with ``llm_answer = "write"``. Called before the window is set."""
+        if self.quote_mode:
+            items = [EvidenceItem(0, r.passage_id, r.title, r.source_type.value, r.level, r.text, list(r.heading_path),
+                                  r.relevance) for r in rows if not r.reason.startswith("dropped")]
+            self.quoting = bool(self.engine.recommender.candidates(items))
+
     def pack(self, rows: list[EvidenceRow], budget: Optional[int] = None) -> list[EvidenceItem]:
+        if budget is None:
+            self.settle_quoting(rows)
         focus, focused = self.engine.focus, None
         if focus is not None and self.question:
             with stage("focus"):
@@ -247,11 +259,8 @@ class Method:
         decide whether (and how much) the evidence is used; ``res.gate`` and ``res.evidence_used``
         say what was decided and why."""
         g = self.engine.config.gate
-        if self.quoting:
-            if evidence and self.recommend(question, evidence) is not None:
-                # the judged, quoted list abstains by its own rule (medr2.apply.recommend)
-                return self.generate(question, options, evidence)
-            evidence = self.unquote(rows)  # no recommendation to quote: the model writes, behind the gate
+        if self.quoting:  # the judged, quoted list abstains by its own rule (medr2.apply.recommend)
+            return self.generate(question, options, evidence)
         if g.enabled and not evidence and options and self.engine.generator is not None and not self.use_loglik(options):
             # nothing passed appraisal: a multiple-choice question still gets the model's own answer
             # (do no harm), uncited, and says why (a free-text one is answered "insufficient evidence")
@@ -347,26 +356,13 @@ class Method:
     def recommend(self, question: str, evidence: list[EvidenceItem]):
         """The recommendation answer (medr2.apply.recommend) of a free-text question whose
         evidence holds guideline recommendations; None when it holds none or ``[recommend]`` is
-        off. Read once per question and evidence (quote mode asks before it answers)."""
+        off."""
         rec = self.engine.recommender
         if rec is None:
             return None
-        key = (question, tuple((x.passage_id, x.n) for x in evidence))
-        if self._recommended is None or self._recommended[0] != key:
-            with stage("recommend"):
-                ra = rec.answer(question, evidence)
-            self._recommended = (key, ra if ra.searched else None)
-        return self._recommended[1]
-
-    def unquote(self, rows: list[EvidenceRow]) -> list[EvidenceItem]:
-        """Quote mode found no recommendation to quote in the evidence of a free-text question: the
-        generator writes the answer, so the rows are packed again into its window (quote mode had
-        packed every appraised passage, which no prompt holds) and the mode is off for this question."""
-        self.quoting = False
-        for r in rows:
-            if r.kept or r.reason.startswith("outside the context window"):
-                r.kept, r.n, r.reason, r.focus = False, None, "", None
-        return self.pack(rows)
+        with stage("recommend"):
+            ra = rec.answer(question, evidence)
+        return ra if ra.searched else None
 
     @staticmethod
     def record_gate(res: AskResult, dec: GateDecision, ans: Answer) -> None:

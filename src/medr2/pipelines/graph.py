@@ -53,6 +53,7 @@ class Graph(Method):
         for r in rows:
             r.reason = ("graph + passage retrieval" if r.passage_id in from_graph and r.passage_id in in_pool else
                         "graph" if r.passage_id in from_graph else "passage retrieval")
+        self.settle_quoting(rows)  # before the window is read: quote mode's is unlimited
         risky, budget = set(cfg.kg.high_risk_relations), self.budget()
         # the block is held to its share of the configured window (what a model is shown), also
         # on the extractive path, whose passage window is unlimited; measured with the passages
