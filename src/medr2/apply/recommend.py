@@ -55,7 +55,7 @@ from medr2.appraise.recommendations import (Statement, advice_section, continued
                                              section_heading)
 from medr2.apply.recommend_answer import RecommendationAnswer, as_answer
 from medr2.config import RecommendConfig
-from medr2.llm.base import LLMError
+from medr2.llm.base import NoLogprobsError
 from medr2.schema import Recommendation
 
 Scorer = Callable[[str, list[str]], np.ndarray]  # (question, texts) -> calibrated relevance
@@ -137,8 +137,8 @@ class Recommender:
         cannot read is scored by term overlap, with the overlap's floors. ``judge``: the generator's
         P("yes") that a statement (after its section heading) answers the question
         (medr2.apply.judge), read in place of ``scorer``; coverage then reads term overlap.
-        ``fallback``: the selection used, with a note, when the judge fails (a generator that gives
-        no token log-probabilities); None lets the judge's LLMError through."""
+        ``fallback``: the selection used, with a note, when the judge cannot score (a generator that
+        gives no token log-probabilities: NoLogprobsError); None, or any other LLMError, goes through."""
         self.c, self.scorer, self.previous, self.similarity = config, scorer, previous, similarity
         self.following, self.reads, self.judge, self.fallback = following, reads, judge, fallback
 
@@ -331,7 +331,7 @@ class Recommender:
             for r in recs:
                 r.covers = list(parts)
             return
-        if self.judge is None and not self.overlap_only and recs:
+        if self.judge is None and self.scorer is not None and recs:
             texts = [(r.title, r.statement, r.section) for r in recs]
             for p in parts:
                 for r, x in zip(recs, self.mix(p, texts)):
@@ -354,7 +354,7 @@ class Recommender:
         try:
             ra = self.choose(question, cands, lambda: self.relevance(question, cands), best,
                              lambda: self.best_similarity(question, cands))
-        except LLMError as err:
+        except NoLogprobsError as err:  # a server that is down or failing is reported, not worked around
             if self.judge is None or self.fallback is None:
                 raise
             ra = self.fallback.answer(question, evidence)

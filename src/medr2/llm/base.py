@@ -27,6 +27,11 @@ class ContextWindowError(LLMError):
     """The prompt alone does not fit the model's context window."""
 
 
+class NoLogprobsError(LLMError):
+    """The model answers, but gives no usable token log-probabilities, so it cannot score a
+    continuation (some remote servers): what reads P("yes") can fall back, where a down server cannot."""
+
+
 class LLMOutputError(LLMError):
     """The model answered, but never in the form asked for (e.g. no valid JSON after the repair
     attempts): a property of the model and prompt, so asking again the same way gives the same.

@@ -31,7 +31,7 @@ import urllib.error
 import urllib.request
 from typing import Any, Optional
 
-from medr2.llm.base import ContextWindowError, LLMError, Usage, json_only_instruction, record
+from medr2.llm.base import ContextWindowError, LLMError, NoLogprobsError, Usage, json_only_instruction, record
 from medr2.llm.cache import LLMCache, cached
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -184,7 +184,7 @@ class OpenAICompatLLM:
         try:
             r = self._post("/completions", body)
         except _HTTPStatus as e:
-            raise LLMError(f"{e}; this endpoint cannot score continuations (use vLLM or a local GGUF as "
+            raise NoLogprobsError(f"{e}; this endpoint cannot score continuations (use vLLM or a local GGUF as "
                            "scorer)") from None
         return continuation_from_echo(r, continuation)
 
@@ -196,7 +196,7 @@ class OpenAICompatLLM:
         lps = self._echo_logprobs(*ECHO_PROBE)
         mean = sum(lps) / len(lps)
         if mean < ECHO_PROBE_MIN:
-            raise LLMError(f"{self.name} echoes prompt log-probabilities that do not belong to the prompt's tokens "
+            raise NoLogprobsError(f"{self.name} echoes prompt log-probabilities that do not belong to the prompt's tokens "
                            f"(mean {mean:.1f} per token on the counting probe {''.join(ECHO_PROBE)!r}, any model "
                            f"scores above {ECHO_PROBE_MIN}); it cannot score continuations: use vLLM, or a local "
                            "GGUF (llm.scorer = a .gguf path) as scorer, or answer with answer_mode = generate")
@@ -261,10 +261,10 @@ def continuation_from_echo(reply: dict[str, Any], continuation: str) -> list[flo
         lp = reply["choices"][0]["logprobs"]
         tokens, values = lp["tokens"], lp["token_logprobs"]
     except (KeyError, IndexError, TypeError):
-        raise LLMError("the endpoint returned no prompt log-probabilities (echo + logprobs); it cannot score "
+        raise NoLogprobsError("the endpoint returned no prompt log-probabilities (echo + logprobs); it cannot score "
                        "continuations") from None
     if not tokens or len(tokens) != len(values):
-        raise LLMError("the endpoint's log-probabilities are malformed")
+        raise NoLogprobsError("the endpoint's log-probabilities are malformed")
     echoed = list(zip(tokens[:-1], values[:-1]))  # drop the generated token
     out: list[float] = []
     covered = 0
@@ -277,5 +277,5 @@ def continuation_from_echo(reply: dict[str, Any], continuation: str) -> list[flo
         out.append(float(v))
         covered += len(tok)
     if covered < target or not out:
-        raise LLMError("the endpoint's log-probabilities do not cover the continuation")
+        raise NoLogprobsError("the endpoint's log-probabilities do not cover the continuation")
     return list(reversed(out))

@@ -88,7 +88,8 @@ class Method:
         self._own = {}
         options = validate_options(options)
         r = cfg.recommend
-        self.quote_mode = self.quoting = not options and r.enabled and r.llm_answer == "quote" and e.generator is not None
+        self.quote_mode = self.quoting = (not options and r.enabled and r.llm_answer == "quote"
+                                          and e.generator is not None and e.recommender is not None)
         usage = Usage()
         res = AskResult(question=question, options=options, pipeline=self.name, models=e.model_names())
         t0 = time.perf_counter()
@@ -195,7 +196,10 @@ class Method:
         """The answer step: option letters scored in loglik mode, else the cited answerer (with a
         chain of thought when the method has one); a failing generator is one failed answer."""
         answerer = self.loglik() if self.use_loglik(options) else self.engine.answerers[self.s.cot]
-        ra = self.recommend(question, evidence) if (not options and evidence) else None
+        try:  # quote mode's judge is the generator: a failing one is one failed answer, as below
+            ra = self.recommend(question, evidence) if (not options and evidence) else None
+        except LLMError as err:
+            return failed_answer(err)
         if ra is not None and self.engine.generator is None:
             return ra.answer  # the extractive path: the applicable recommendations are the answer
         if ra is not None and self.quoting:
