@@ -58,6 +58,13 @@ def token_counter(generator: Optional[LLM]) -> Callable[[str], int]:
     return lambda text: int(generator.count_tokens(text)) + EVIDENCE_HEADER_TOKENS
 
 
+def row_item(r: EvidenceRow, n: int, text: Optional[str] = None) -> EvidenceItem:
+    """An evidence row as a reader of the context sees it: numbered ``n``, showing ``text`` (the
+    row's own text when None)."""
+    return EvidenceItem(n, r.passage_id, r.title, r.source_type.value, r.level, r.text if text is None else text,
+                        list(r.heading_path), r.relevance)
+
+
 def pack_rows(rows: list[EvidenceRow], budget: int, count: Callable[[str], int],
               focused: Optional[dict[str, tuple[str, int, int]]] = None) -> list[EvidenceItem]:
     """Fill the window with the rows in their order, number the kept ones 1..k and say on each
@@ -88,8 +95,7 @@ def pack_rows(rows: list[EvidenceRow], budget: int, count: Callable[[str], int],
                 _, k, total = focused[r.passage_id]
                 r.reason += f" (focused: {k} of {total} sentences)"
                 r.focus = shown(r)
-            items.append(EvidenceItem(n, r.passage_id, r.title, r.source_type.value, r.level,
-                                      clip.get(r.passage_id, shown(r)), list(r.heading_path), r.relevance))
+            items.append(row_item(r, n, clip.get(r.passage_id, shown(r))))
         elif not r.reason:
             r.kept, r.reason = False, f"outside the context window (w = {budget} tokens)"
     return items

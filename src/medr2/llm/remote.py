@@ -185,7 +185,7 @@ class OpenAICompatLLM:
             r = self._post("/completions", body)
         except _HTTPStatus as e:
             raise NoLogprobsError(f"{e}; this endpoint cannot score continuations (use vLLM or a local GGUF as "
-                           "scorer)") from None
+                                  "scorer)") from None
         return continuation_from_echo(r, continuation)
 
     def _check_echo(self) -> None:
@@ -196,10 +196,11 @@ class OpenAICompatLLM:
         lps = self._echo_logprobs(*ECHO_PROBE)
         mean = sum(lps) / len(lps)
         if mean < ECHO_PROBE_MIN:
-            raise NoLogprobsError(f"{self.name} echoes prompt log-probabilities that do not belong to the prompt's tokens "
-                           f"(mean {mean:.1f} per token on the counting probe {''.join(ECHO_PROBE)!r}, any model "
-                           f"scores above {ECHO_PROBE_MIN}); it cannot score continuations: use vLLM, or a local "
-                           "GGUF (llm.scorer = a .gguf path) as scorer, or answer with answer_mode = generate")
+            raise NoLogprobsError(f"{self.name} echoes prompt log-probabilities that do not belong to the prompt's "
+                                  f"tokens (mean {mean:.1f} per token on the counting probe {''.join(ECHO_PROBE)!r}, "
+                                  f"any model scores above {ECHO_PROBE_MIN}); it cannot score continuations: use vLLM, "
+                                  "or a local GGUF (llm.scorer = a .gguf path) as scorer, or answer with answer_mode = "
+                                  "generate")
         self._echo_checked = True
 
     def count_tokens(self, text: str) -> int:
@@ -261,8 +262,8 @@ def continuation_from_echo(reply: dict[str, Any], continuation: str) -> list[flo
         lp = reply["choices"][0]["logprobs"]
         tokens, values = lp["tokens"], lp["token_logprobs"]
     except (KeyError, IndexError, TypeError):
-        raise NoLogprobsError("the endpoint returned no prompt log-probabilities (echo + logprobs); it cannot score "
-                       "continuations") from None
+        raise NoLogprobsError("the endpoint returned no prompt log-probabilities (echo + logprobs); it cannot "
+                              "score continuations") from None
     if not tokens or len(tokens) != len(values):
         raise NoLogprobsError("the endpoint's log-probabilities are malformed")
     echoed = list(zip(tokens[:-1], values[:-1]))  # drop the generated token

@@ -16,7 +16,7 @@ import time
 from typing import Any, Callable, Optional
 
 from medr2.apply.answer import ANSWER_MODES, FAILED, Answer, EvidenceItem, answer_schema, direct_answer, failed_answer
-from medr2.apply.context import evidence_budget, pack_rows
+from medr2.apply.context import evidence_budget, pack_rows, row_item
 from medr2.apply.gate import (GateDecision, agree_decision, decide, decide_generated, relevance_gate, skip_decision,
                               skip_loglik, use_decision)
 from medr2.apply.loglik import LoglikAnswerer
@@ -166,8 +166,7 @@ class Method:
         a statement the recommender would read (its candidates); otherwise the model writes the
         answer, from its own window, as with ``llm_answer = "write"``. Called before the window is set."""
         if self.quote_mode:
-            items = [EvidenceItem(0, r.passage_id, r.title, r.source_type.value, r.level, r.text, list(r.heading_path),
-                                  r.relevance) for r in rows if not r.reason.startswith("dropped")]
+            items = [row_item(r, 0) for r in rows if not r.reason.startswith("dropped")]
             self.quoting = bool(self.engine.recommender.candidates(items))
 
     def pack(self, rows: list[EvidenceRow], budget: Optional[int] = None) -> list[EvidenceItem]:

@@ -71,8 +71,7 @@ class RAG(Method):
         evidence = self.pack(rows)
         ans = self.gated_generate(question, options, evidence, rows, res)
         ans.notes = notes + ans.notes
-        # what the answer read, in citation order (quote mode may pack again; a repeated round renumbers)
-        rec.context_ids = [r.passage_id for r in sorted((r for r in rows if r.kept), key=lambda r: r.n)]
+        rec.context_ids = [x.passage_id for x in evidence]
         rec.answer, rec.insufficient = ans.answer, ans.insufficient
         return ans, rows, vecs
 
